@@ -1,0 +1,24 @@
+"""Spica: search NVIDIA Dynamo deployments for an LLM, scored by Dynamo's offline Replay.
+
+`run_smart_search(config)` is the Python entry point; the `spica` command wraps it. The
+package root stays import-light: heavy layers (Replay, Vizier, AI Configurator) load on use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+__all__ = ["run_smart_search", "SmartSearchConfig", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "run_smart_search":
+        from spica.search import run_smart_search
+
+        return run_smart_search
+    if name == "SmartSearchConfig":
+        from spica.config import SmartSearchConfig
+
+        return SmartSearchConfig
+    raise AttributeError(name)

@@ -1,0 +1,206 @@
+"""The `spica` command: a Hydra application plus three plain subcommands.
+
+    spica [group=option ...] [key=value ...]      compose conf/ with Hydra and search
+    spica --config-file my.yaml [key=value ...]   search a plain SmartSearchConfig YAML
+    spica compile [...] -o plan.yaml              freeze a validated, fingerprinted plan
+    spica run-plan plan.yaml [-o DIR]             run exactly that plan
+    spica space [...]                             print the parallel-config pools
+
+Every user error is printed as one line per problem, without a traceback, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
+
+from spica.config import ConfigError, SmartSearchConfig
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+GROUPS = ("model", "system", "backend", "mode", "router", "planner", "workload", "goal", "sweep")
+APP_KEYS = ("results_dir",)
+EXIT_USAGE = 2
+
+
+class UserError(Exception):
+    """Anything the user can fix; printed as its lines, never as a traceback."""
+
+    def __init__(self, lines: Sequence[str]):
+        self.lines = list(lines)
+        super().__init__("\n".join(self.lines))
+
+
+def normalise_overrides(overrides: Sequence[str]) -> list[str]:
+    """`+workload=trace` and `workload=trace` mean the same: every group has a default."""
+    normalised = []
+    for item in overrides:
+        name = item[1:].split("=", 1)[0] if item.startswith("+") and not item.startswith("++") else None
+        normalised.append(item[1:] if name in GROUPS else item)
+    return normalised
+
+
+def config_from_container(data: Any) -> tuple[SmartSearchConfig, dict[str, Any]]:
+    """Split app-level keys (results_dir) from the SmartSearchConfig and validate it."""
+    if not isinstance(data, dict):
+        raise ConfigError(["config: expected a mapping"])
+    app = {key: data.pop(key) for key in APP_KEYS if key in data}
+    return SmartSearchConfig.from_mapping(data), app
+
+
+def _to_container(cfg: DictConfig) -> dict[str, Any]:
+    try:
+        return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)  # type: ignore[return-value]
+    except MissingMandatoryValue as exc:
+        key = getattr(exc, "full_key", "") or "a value"
+        raise ConfigError([f"{key}: required; set it on the command line, e.g. {key}=..."]) from None
+
+
+def compose(overrides: Sequence[str]) -> tuple[SmartSearchConfig, dict[str, Any]]:
+    """Compose conf/ with Hydra (as the app would) without running the app."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            cfg = hydra_compose(config_name="config", overrides=normalise_overrides(overrides))
+    except HydraException as exc:
+        raise UserError([str(exc).strip().splitlines()[0]]) from None
+    return config_from_container(_to_container(cfg))
+
+
+def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchConfig, dict[str, Any]]:
+    """A plain SmartSearchConfig YAML with optional dotted `key=value` overrides."""
+    from spica.config.schema import load_yaml
+
+    data = load_yaml(path)
+    if overrides:
+        try:
+            merged = OmegaConf.merge(OmegaConf.create(data), OmegaConf.from_dotlist(list(overrides)))
+        except Exception as exc:  # omegaconf raises many types for a malformed dotlist
+            raise UserError([f"override: {exc}".splitlines()[0]]) from None
+        data = OmegaConf.to_container(merged, resolve=True)
+    return config_from_container(data)
+
+
+def _search_and_report(config: SmartSearchConfig, results_dir: str | None) -> None:
+    from spica.search import run_smart_search
+
+    run_smart_search(config, results_dir=results_dir, progress=True)
+
+
+def _config_for(args: argparse.Namespace) -> tuple[SmartSearchConfig, dict[str, Any]]:
+    if args.config_file:
+        return config_from_file(args.config_file, args.overrides)
+    return compose(args.overrides)
+
+
+def _cmd_compile(argv: Sequence[str]) -> None:
+    from spica.plan import compile_plan
+
+    parser = argparse.ArgumentParser(prog="spica compile", description="Write a frozen, fingerprinted plan.")
+    parser.add_argument("--config-file", help="a SmartSearchConfig YAML (default: compose conf/ with the overrides)")
+    parser.add_argument("-o", "--output", default="spica-plan.yaml", help="plan file to write (default: %(default)s)")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, or key=value for --config-file")
+    args = parser.parse_args(argv)
+    config, _ = _config_for(args)
+    plan = compile_plan(config)
+    path = plan.write(args.output)
+    print(f"wrote {path} (fingerprint {plan.short_id}, seed {plan.seed})")
+
+
+def _cmd_run_plan(argv: Sequence[str]) -> None:
+    from spica.plan import PlanError, load_plan
+    from spica.search import run_smart_search
+
+    parser = argparse.ArgumentParser(prog="spica run-plan", description="Run a compiled plan exactly.")
+    parser.add_argument("plan", help="a plan file written by `spica compile`")
+    parser.add_argument("-o", "--output", default=None, help="results folder (default: results/<fingerprint>)")
+    args = parser.parse_args(argv)
+    try:
+        plan = load_plan(args.plan)
+    except PlanError as exc:
+        raise UserError([str(exc)]) from None
+    run_smart_search(plan, results_dir=args.output, progress=True)
+
+
+def _cmd_space(argv: Sequence[str]) -> None:
+    from spica.search.branches import branches_for, format_branches
+
+    parser = argparse.ArgumentParser(prog="spica space", description="Print the parallel-config pools of a config.")
+    parser.add_argument("--config-file", help="a SmartSearchConfig YAML (default: compose conf/ with the overrides)")
+    parser.add_argument("overrides", nargs="*")
+    args = parser.parse_args(argv)
+    config, _ = _config_for(args)
+    print(format_branches(branches_for(config)))
+
+
+def _run_file(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(prog="spica --config-file", description="Search a plain SmartSearchConfig YAML.")
+    parser.add_argument("--config-file", required=True)
+    parser.add_argument("--results-dir", default=None)
+    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. sweep.seed=3")
+    args = parser.parse_args(argv)
+    config, app = config_from_file(args.config_file, args.overrides)
+    _search_and_report(config, args.results_dir or app.get("results_dir"))
+
+
+def _hydra_app() -> None:
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+
+    @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
+    def app(cfg: DictConfig) -> None:
+        with _user_errors():
+            config, extra = config_from_container(_to_container(cfg))
+            _search_and_report(config, extra.get("results_dir") or HydraConfig.get().runtime.output_dir)
+
+    sys.argv = [sys.argv[0], *normalise_overrides(sys.argv[1:])]
+    app()
+
+
+class _user_errors:
+    """Print user errors as lines and exit 2; let real bugs raise."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if isinstance(exc, (ConfigError, UserError)):
+            print("spica: invalid input:", file=sys.stderr)
+            for line in exc.lines:
+                print(f"  {line}", file=sys.stderr)
+            raise SystemExit(EXIT_USAGE)
+        from spica.errors import SpicaError
+
+        if isinstance(exc, SpicaError):
+            print(f"spica: {exc}", file=sys.stderr)
+            raise SystemExit(1)
+        return False
+
+
+COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_space}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    explicit = argv is not None
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="spica: %(message)s")
+    with _user_errors():
+        if argv and argv[0] in COMMANDS:
+            return COMMANDS[argv[0]](argv[1:])
+        if any(arg == "--config-file" or arg.startswith("--config-file=") for arg in argv):
+            return _run_file(argv)
+    if explicit:
+        sys.argv = [sys.argv[0], *argv]
+    _hydra_app()
+
+
+if __name__ == "__main__":
+    main()

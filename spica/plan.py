@@ -1,0 +1,146 @@
+"""Frozen plans: a validated config plus the exact versions and data it was made with.
+
+A plan file is meant to be committed. Running it later refuses a file whose fingerprint does
+not match its content (hand edits) or whose recorded versions differ from the installed ones
+(a different simulator gives different numbers), so a plan always means one result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from spica.config import ConfigError, SmartSearchConfig
+from spica.config.schema import load_yaml
+
+PLAN_FORMAT = 1
+VERSIONED_PACKAGES = (
+    "spica",
+    "ai-dynamo",
+    "ai-dynamo-runtime",
+    "aisimulate",
+    "aiconfigurator",
+    "aiconfigurator-core",
+    "google-vizier",
+)
+
+
+class PlanError(ValueError):
+    """A plan file that must not be run as it is; the message says why and what to do."""
+
+
+def installed_versions() -> dict[str, str]:
+    versions = {}
+    for package in VERSIONED_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fingerprint(body: Mapping[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a search will do, exactly: config, seed, versions, input data digest."""
+
+    config: SmartSearchConfig
+    versions: Mapping[str, str]
+    trace_sha256: str | None
+    fingerprint: str
+
+    @property
+    def seed(self) -> int:
+        return self.config.sweep.seed
+
+    @property
+    def short_id(self) -> str:
+        return self.fingerprint[:12]
+
+    def body(self) -> dict[str, Any]:
+        return _body(self.config, self.versions, self.trace_sha256)
+
+    def to_yaml(self) -> str:
+        header = (
+            "# Spica plan: a validated SmartSearchConfig frozen with the versions that will run it.\n"
+            "# Run it with `spica run-plan <this file>`. Do not edit: the fingerprint covers every line below.\n"
+        )
+        document = {"fingerprint": self.fingerprint, **self.body()}
+        return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=110)
+
+    def write(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_yaml())
+        return path
+
+
+def _body(config: SmartSearchConfig, versions: Mapping[str, str], trace_sha256: str | None) -> dict[str, Any]:
+    return {
+        "plan_format": PLAN_FORMAT,
+        "seed": config.sweep.seed,
+        "versions": dict(versions),
+        "trace_sha256": trace_sha256,
+        "config": config.to_data(),
+    }
+
+
+def compile_plan(config: SmartSearchConfig) -> Plan:
+    trace = config.workload.trace_path
+    trace_sha256 = file_sha256(trace) if trace else None
+    versions = installed_versions()
+    return Plan(config, versions, trace_sha256, _fingerprint(_body(config, versions, trace_sha256)))
+
+
+def load_plan(path: str | Path, *, check_versions: bool = True) -> Plan:
+    """Read and verify a plan file; PlanError (one line) when it must not run."""
+    data = load_yaml(path)
+    if not isinstance(data, dict) or "fingerprint" not in data or "config" not in data:
+        raise PlanError(f"{path}: not a Spica plan (no fingerprint/config); write one with `spica compile`")
+    recorded = data.pop("fingerprint")
+    if data.get("plan_format") != PLAN_FORMAT:
+        raise PlanError(f"{path}: plan_format {data.get('plan_format')!r} is not {PLAN_FORMAT}; recompile it")
+    if _fingerprint(data) != recorded:
+        raise PlanError(f"{path}: fingerprint does not match the content (the file was edited); recompile it with `spica compile`")
+    try:
+        config = SmartSearchConfig.from_mapping(data["config"])
+    except ConfigError as exc:
+        raise PlanError(f"{path}: the recorded config is no longer valid: {exc.lines[0]}") from None
+    if data["seed"] != config.sweep.seed:
+        raise PlanError(f"{path}: seed {data['seed']} differs from sweep.seed {config.sweep.seed}")
+    if check_versions:
+        installed = installed_versions()
+        drift = [f"{name} {want} (installed {installed.get(name)})" for name, want in data["versions"].items() if installed.get(name) != want]
+        if drift:
+            raise PlanError(f"{path}: made with other versions: {'; '.join(drift)}; install those or recompile the plan")
+    trace = config.workload.trace_path
+    if trace and data["trace_sha256"] != file_sha256(trace):
+        raise PlanError(f"{path}: the trace {trace} changed since the plan was compiled (sha256 differs)")
+    return Plan(config, data["versions"], data["trace_sha256"], recorded)
+
+
+def run_plan_file(plan_path: str, out_dir: str) -> str:
+    """Run a verified plan and write its results folder; returns that folder. Used by runner/ jobs."""
+    from spica.search import run_smart_search  # deferred: the search stack is heavy to import
+
+    plan = load_plan(plan_path)
+    outcome = run_smart_search(plan, results_dir=out_dir)
+    return str(outcome.results_dir)
