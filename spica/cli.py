@@ -117,7 +117,6 @@ def _cmd_compile(argv: Sequence[str]) -> None:
 
 def _cmd_run_plan(argv: Sequence[str]) -> None:
     from spica.plan import PlanError, load_plan
-    from spica.search import run_smart_search
 
     parser = argparse.ArgumentParser(prog="spica run-plan", description="Run a compiled plan exactly.")
     parser.add_argument("plan", help="a plan file written by `spica compile`")
@@ -127,6 +126,8 @@ def _cmd_run_plan(argv: Sequence[str]) -> None:
         plan = load_plan(args.plan)
     except PlanError as exc:
         raise UserError([str(exc)]) from None
+    from spica.search import run_smart_search
+
     run_smart_search(plan, results_dir=args.output, progress=True)
 
 

@@ -73,8 +73,10 @@ def _message(error: dict[str, Any], root: type[BaseModel] | None) -> str:
         return "required field is missing"
     if kind in {"value_error", "assertion_error"}:
         return str(ctx.get("error", error["msg"])).removeprefix("Value error, ")
-    if kind.startswith(("greater_than", "less_than")) or kind in {"too_short", "too_long"}:
-        return f"{value!r}: {error['msg'].lower()}"
+    if kind == "too_short":
+        return f"needs at least {ctx.get('min_length')} entries, got {ctx.get('actual_length')}"
+    if kind == "too_long":
+        return f"allows at most {ctx.get('max_length')} entries, got {ctx.get('actual_length')}"
     return f"{value!r}: {error['msg'].lower()}" if value is not None else error["msg"].lower()
 
 

@@ -248,7 +248,8 @@ class Workload(_Frozen):
         if len(shapes) != 1:
             got = ", ".join(shapes) if shapes else "none"
             raise ValueError(f"set exactly one of {', '.join(SHAPE_FIELDS)} (got: {got})")
-        explicit = {name for name in self.model_fields_set if getattr(self, name) is not None}
+        fields = type(self).model_fields
+        explicit = {name for name in self.model_fields_set if getattr(self, name) not in (None, fields[name].default)}
         if self.trace_path is not None:
             stray = sorted(explicit & set(SYNTHETIC_ONLY))
             if stray:

@@ -1,0 +1,292 @@
+"""Turn one unrolled candidate (.notes/UNROLLED.md) into the exact Dynamo Replay call that scores it.
+
+The result is a `ReplayCall`: which replay function, its positional arguments and keyword
+arguments, all plain JSON. Saved next to a result, it is the replay input that reproduces the
+score (`spica.evaluation.replay.run_replay(ReplayCall.from_dict(saved))`).
+
+Mapping notes (ai-dynamo 1.6.1 mocker schema; unknown keys are rejected there):
+- ``num_gpu_blocks`` is per data-parallel rank in the mocker, while the unrolled
+  ``*_num_gpu_blocks`` counts the whole worker, so it is divided by ``attention_dp``.
+- The engine's GPU count (and so ``gpu_hours``) is ``tensor_parallel_size × dp_size``.
+- SGLang's mocker ignores ``max_num_batched_tokens`` and chunks by its own
+  ``chunked_prefill_size`` / ``max_prefill_tokens``; both carry the same budget here.
+- KV transfer (disagg) and host offload (G2) are real mocker features; both roles of a disagg
+  pair get the transfer bandwidth. The offload batch size has no mocker field and is not modeled.
+- Timing is AIS for every role. The call records it as direct AIS; `run_replay` swaps in the
+  cached table in mode "table" (see `spica.evaluation.timing`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Protocol
+
+from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
+
+ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
+WORKER_TYPES = {"agg": "aggregated", "prefill": "prefill", "decode": "decode"}
+ROUTER_KNOBS = (
+    "overlap_score_credit",
+    "prefill_load_scale",
+    "router_temperature",
+    "host_cache_hit_weight",
+    "disk_cache_hit_weight",
+    "router_queue_threshold",
+)
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """The traffic one candidate is replayed against.
+
+    kind "trace": a trace file, open loop at its timestamps / `arrival_speedup_ratio`, or closed
+    loop when a concurrency is given. kind "synthetic": `request_count` requests of `isl`/`osl`
+    tokens at `request_rate` (Poisson, open loop) or `concurrency` (closed loop). A candidate's
+    own ``concurrency`` (KV-load workloads) overrides `concurrency`.
+    """
+
+    kind: Literal["trace", "synthetic"]
+    trace_path: str | None = None
+    trace_format: str = "mooncake"
+    arrival_speedup_ratio: float = 1.0
+    request_rate: float | None = None
+    concurrency: int | None = None
+    isl: int | None = None
+    osl: int | None = None
+    request_count: int | None = None
+    shared_prefix_ratio: float = 0.0
+    num_prefix_groups: int = 0
+    turns_per_session: int = 1
+    inter_turn_delay_ms: float = 0.0
+    arrival_seed: int = 42
+
+    def __post_init__(self) -> None:
+        if self.kind == "trace":
+            if not self.trace_path:
+                raise ValueError("workload.trace_path is required for a trace workload")
+            if self.request_rate is not None:
+                raise ValueError("workload.request_rate applies only to a synthetic workload")
+            if self.turns_per_session != 1 or self.inter_turn_delay_ms != 0.0:
+                raise ValueError("workload.turns_per_session / inter_turn_delay_ms apply only to a synthetic workload")
+        elif self.kind == "synthetic":
+            for name in ("isl", "osl", "request_count"):
+                value = getattr(self, name)
+                if value is None or value < 1:
+                    raise ValueError(f"workload.{name} must be a positive integer for a synthetic workload (got {value})")
+            if self.request_rate is not None and self.concurrency is not None:
+                raise ValueError("workload: set request_rate (open loop) or concurrency (closed loop), not both")
+        else:
+            raise ValueError(f"workload.kind: {self.kind!r} is not one of trace, synthetic")
+
+
+class SlaLike(Protocol):
+    """Any SLA holder (e.g. the config's goal.sla): bounds in ms, None = unbounded."""
+
+    @property
+    def ttft_ms(self) -> float | None: ...
+    @property
+    def itl_ms(self) -> float | None: ...
+    @property
+    def e2e_ms(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class SlaBounds:
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    e2e_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class ReplayCall:
+    """One Replay invocation as plain JSON: ``dynamo.replay.<function>(*args, **kwargs)``.
+
+    `kwargs` follow Dynamo's signature except two JSON stand-ins that `run_replay` converts:
+    ``router_config`` is the keyword dict of a ``KvRouterConfig``, and each role's timing model is
+    direct AIS, replaced by the cached table when `timing` is "table".
+    """
+
+    function: ReplayFunction
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    timing: TimingMode = "table"
+
+    def __post_init__(self) -> None:
+        if self.timing not in TIMING_MODES:
+            raise ValueError(f"timing: {self.timing!r} is not one of {', '.join(TIMING_MODES)}")
+        # A JSON round trip proves the call is describable and detaches it from caller-owned dicts.
+        object.__setattr__(self, "args", tuple(json.loads(json.dumps(list(self.args)))))
+        object.__setattr__(self, "kwargs", json.loads(json.dumps(dict(self.kwargs))))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"function": self.function, "args": list(self.args), "kwargs": dict(self.kwargs), "timing": self.timing}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ReplayCall":
+        return cls(function=data["function"], args=tuple(data["args"]), kwargs=data["kwargs"], timing=data["timing"])
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint())
+
+
+def build_replay_call(
+    unrolled: Mapping[str, Any],
+    workload: WorkloadSpec,
+    sla: SlaLike | None = None,
+    timing: TimingMode = "table",
+    planner_config: Mapping[str, Any] | None = None,
+) -> ReplayCall:
+    """The Replay call that scores `unrolled` on `workload` (pure: no Dynamo import, no I/O)."""
+    mode = unrolled["mode"]
+    if mode == "agg":
+        kwargs: dict[str, Any] = {
+            "extra_engine_args": engine_args(unrolled, "agg"),
+            "num_workers": int(unrolled["replicas"]),
+        }
+    elif mode == "disagg":
+        kwargs = {
+            "prefill_engine_args": engine_args(unrolled, "prefill"),
+            "decode_engine_args": engine_args(unrolled, "decode"),
+            "num_prefill_workers": int(unrolled["prefill_replicas"]),
+            "num_decode_workers": int(unrolled["decode_replicas"]),
+        }
+    else:
+        raise ValueError(f"mode: {mode!r} is not one of agg, disagg")
+    kwargs.update(_router_kwargs(unrolled))
+    kwargs.update(_sla_kwargs(sla))
+    if planner_config is not None:
+        kwargs["planner_config"] = dict(planner_config)
+        # With table timing the engines carry no AIS identity; the Planner bootstraps its
+        # throughput regression from this metadata instead.
+        kwargs["performance_model_metadata"] = {
+            WORKER_TYPES[role]: {"provider": "ais", "config": ais_perf_config(unrolled, role)}
+            for role in _roles(mode)
+        }
+    function, args, traffic = _workload_call(workload, unrolled.get("concurrency"))
+    kwargs.update(traffic)
+    return ReplayCall(function=function, args=args, kwargs=kwargs, timing=timing)
+
+
+def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """Mocker engine args for one role ("agg", "prefill" or "decode")."""
+    shape = _shape_prefix(unrolled, role)
+    knob = f"{role}_"
+    dp = int(unrolled[f"{shape}attention_dp"])
+    max_batched_tokens = int(unrolled[f"{knob}max_num_batched_tokens"])
+    prefix_caching = bool(unrolled[f"{knob}enable_prefix_caching"])
+    engine: dict[str, Any] = {
+        "backend": unrolled["backend"],
+        "worker_type": WORKER_TYPES[role],
+        "num_gpu_blocks": int(unrolled[f"{knob}num_gpu_blocks"]) // dp,
+        "block_size": int(unrolled[f"{knob}block_size"]),
+        "max_num_seqs": int(unrolled[f"{knob}max_num_seqs"]),
+        "max_num_batched_tokens": max_batched_tokens,
+        "enable_prefix_caching": prefix_caching,
+        "timing_model": ais_timing_model(ais_perf_config(unrolled, role)),
+    }
+    if unrolled["backend"] == "sglang":
+        engine["sglang"] = {"chunked_prefill_size": max_batched_tokens, "max_prefill_tokens": max_batched_tokens}
+    if int(unrolled.get("aic_nextn", 0)) > 0:
+        engine["aic_nextn"] = int(unrolled["aic_nextn"])
+    if role != "agg" and unrolled.get("kv_transfer_bandwidth_gbps") is not None:
+        engine["kv_transfer_bandwidth"] = float(unrolled["kv_transfer_bandwidth_gbps"])
+        engine["kv_transfer_bytes_per_token"] = int(unrolled["kv_bytes_per_token"])
+    if int(unrolled.get("num_g2_blocks", 0)) > 0 and prefix_caching:
+        engine["native_host_offload"] = _host_offload(unrolled)
+        engine["kv_cache_bytes_per_token"] = int(unrolled["kv_bytes_per_token"])
+    args: dict[str, Any] = {"tensor_parallel_size": int(unrolled[f"{shape}tp"]), "dp_size": dp, "engine": engine}
+    if unrolled.get("startup_time") is not None:
+        args["startup_time"] = float(unrolled["startup_time"])
+    return args
+
+
+def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """AIS identity of one role's engine: model, GPU, backend (+version), shape, worker type."""
+    shape = _shape_prefix(unrolled, role)
+    config: dict[str, Any] = {
+        "model": unrolled["model_name"],
+        "system": unrolled["hardware_sku"],
+        "backend": unrolled["backend"],
+        "backend_version": unrolled["backend_version"],
+        "worker_type": WORKER_TYPES[role],
+        "tp": int(unrolled[f"{shape}tp"]),
+        "pp": int(unrolled[f"{shape}pp"]),
+        "attention_dp": int(unrolled[f"{shape}attention_dp"]),
+        "kv_block_size": int(unrolled[f"{role}_block_size"]),
+    }
+    moe_tp, moe_ep = int(unrolled.get(f"{shape}moe_tp", 1)), int(unrolled.get(f"{shape}moe_ep", 1))
+    if moe_tp * moe_ep > 1:  # AIS rejects MoE controls on dense models; 1×1 is its default anyway
+        config["moe_tp_size"], config["moe_ep_size"] = moe_tp, moe_ep
+    if int(unrolled.get("aic_nextn", 0)) > 0:
+        config["nextn"] = int(unrolled["aic_nextn"])
+    return config
+
+
+def _shape_prefix(unrolled: Mapping[str, Any], role: str) -> str:
+    if role not in WORKER_TYPES:
+        raise ValueError(f"role: {role!r} is not one of {', '.join(WORKER_TYPES)}")
+    if (role == "agg") != (unrolled["mode"] == "agg"):
+        raise ValueError(f"role {role!r} does not exist in a {unrolled['mode']} candidate")
+    return "" if role == "agg" else f"{role}_"
+
+
+def _roles(mode: str) -> tuple[str, ...]:
+    return ("agg",) if mode == "agg" else ("prefill", "decode")
+
+
+def _host_offload(unrolled: Mapping[str, Any]) -> dict[str, Any]:
+    """G2 (host) offload per DP rank; bandwidths left unset fall back to the mocker's defaults."""
+    offload: dict[str, Any] = {"num_host_blocks": int(unrolled["num_g2_blocks"])}
+    for source, target in (("bandwidth_g1_to_g2_gbps", "d2h_bandwidth_gbps"), ("bandwidth_g2_to_g1_gbps", "h2d_bandwidth_gbps")):
+        if unrolled.get(source) is not None:
+            offload[target] = float(unrolled[source])
+    return offload
+
+
+def _router_kwargs(unrolled: Mapping[str, Any]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"router_mode": unrolled["router_mode"]}
+    knobs = {name: float(unrolled[name]) for name in ROUTER_KNOBS if unrolled.get(name) is not None}
+    if knobs:
+        kwargs["router_config"] = knobs
+    return kwargs
+
+
+def _sla_kwargs(sla: SlaLike | None) -> dict[str, float]:
+    if sla is None:
+        return {}
+    bounds = {"sla_ttft_ms": sla.ttft_ms, "sla_itl_ms": sla.itl_ms, "sla_e2e_ms": sla.e2e_ms}
+    return {name: float(value) for name, value in bounds.items() if value is not None}
+
+
+def _workload_call(
+    workload: WorkloadSpec, candidate_concurrency: int | None
+) -> tuple[ReplayFunction, tuple[Any, ...], dict[str, Any]]:
+    concurrency = candidate_concurrency if candidate_concurrency is not None else workload.concurrency
+    if workload.kind == "trace":
+        kwargs: dict[str, Any] = {"trace_format": workload.trace_format}
+        if concurrency is not None:
+            kwargs["replay_concurrency"] = int(concurrency)
+        else:
+            kwargs["arrival_speedup_ratio"] = float(workload.arrival_speedup_ratio)
+        if workload.shared_prefix_ratio > 0:
+            kwargs["trace_shared_prefix_ratio"] = float(workload.shared_prefix_ratio)
+            kwargs["trace_num_prefix_groups"] = int(workload.num_prefix_groups)
+        return "run_trace_replay", (str(workload.trace_path),), kwargs
+    if concurrency is not None:
+        kwargs = {"replay_concurrency": int(concurrency)}
+    elif workload.request_rate is not None:
+        kwargs = {"request_rate": float(workload.request_rate), "arrival_seed": int(workload.arrival_seed)}
+    else:
+        raise ValueError("workload: a synthetic workload needs request_rate or concurrency (none given, none derived)")
+    if workload.shared_prefix_ratio > 0:
+        kwargs["shared_prefix_ratio"] = float(workload.shared_prefix_ratio)
+        kwargs["num_prefix_groups"] = int(workload.num_prefix_groups)
+    if workload.turns_per_session > 1:
+        kwargs["turns_per_session"] = int(workload.turns_per_session)
+        kwargs["inter_turn_delay_ms"] = float(workload.inter_turn_delay_ms)
+    return "run_synthetic_trace_replay", (int(workload.isl), int(workload.osl), int(workload.request_count)), kwargs

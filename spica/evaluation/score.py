@@ -1,0 +1,77 @@
+"""Objective values from a Replay summary, and the orderings built on them (SPEC §3.6).
+
+Pure functions. Every objective is read from the summary, never recomputed from requests.
+Per-GPU objectives divide by the *time-averaged provisioned* GPUs, gpu_hours / duration, so a
+Planner that scales workers down during the replay is credited for the GPUs it gave back.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+
+Item = TypeVar("Item")
+
+MAXIMIZED = ("throughput", "throughput_per_gpu", "throughput_per_user", "goodput", "goodput_per_gpu")
+MINIMIZED = ("e2e_latency",)
+OBJECTIVES = MAXIMIZED + MINIMIZED
+MS_PER_HOUR = 3.6e6
+
+
+def provisioned_gpus(summary: Mapping[str, Any]) -> float:
+    """Time-averaged GPUs allocated during the replay: gpu_hours / (duration_ms / 3.6e6)."""
+    duration_ms = float(summary["duration_ms"])
+    if duration_ms <= 0:
+        raise ValueError(f"duration_ms must be positive to average GPUs over it (got {duration_ms})")
+    return float(summary["gpu_hours"]) / (duration_ms / MS_PER_HOUR)
+
+
+def objective_values(summary: Mapping[str, Any]) -> dict[str, float]:
+    """Every objective the summary supports; goodput ones only when the replay had an SLA."""
+    gpus = provisioned_gpus(summary)
+    throughput = float(summary["output_throughput_tok_s"])
+    values = {
+        "throughput": throughput,
+        "throughput_per_gpu": throughput / gpus,
+        "throughput_per_user": float(summary["mean_output_token_throughput_per_user"]),
+        "e2e_latency": float(summary["mean_e2e_latency_ms"]),
+    }
+    goodput = summary.get("goodput_output_throughput_tok_s")
+    if goodput is not None:
+        values["goodput"] = float(goodput)
+        values["goodput_per_gpu"] = float(goodput) / gpus
+    return values
+
+
+def signed_score(target: str, values: Mapping[str, float]) -> float:
+    """Higher is better: the objective's value, negated for minimised targets."""
+    if target not in OBJECTIVES:
+        raise ValueError(f"target: {target!r} is not one of {', '.join(OBJECTIVES)}")
+    if target not in values:
+        raise ValueError(f"target {target!r} has no value here (goodput needs a replay with an SLA)")
+    return -values[target] if target in MINIMIZED else values[target]
+
+
+def rank(items: Iterable[Item], score_of: Callable[[Item], float], gpus_of: Callable[[Item], float]) -> list[Item]:
+    """Best first by score; equal scores go to the candidate with fewer GPUs; NaN scores last."""
+
+    def key(item: Item) -> tuple[bool, float, float]:
+        score = score_of(item)
+        return (math.isnan(score), -score if not math.isnan(score) else 0.0, gpus_of(item))
+
+    return sorted(items, key=key)
+
+
+def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
+    """a is at least as good everywhere and strictly better somewhere (higher is better)."""
+    return all(x >= y for x, y in zip(a, b, strict=True)) and any(x > y for x, y in zip(a, b))
+
+
+def pareto_front(items: Iterable[Item], objectives_of: Callable[[Item], Sequence[float]]) -> list[Item]:
+    """The non-dominated items (objectives oriented higher-is-better, e.g. via `signed_score`),
+    ascending along the last objective. Items with a NaN objective are never on the front;
+    items with identical objective vectors are all kept."""
+    scored = [(item, tuple(objectives_of(item))) for item in items]
+    scored = [(item, point) for item, point in scored if not any(math.isnan(v) for v in point)]
+    front = [(item, point) for item, point in scored if not any(dominates(other, point) for _, other in scored)]
+    return [item for item, _ in sorted(front, key=lambda pair: pair[1][-1])]

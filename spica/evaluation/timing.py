@@ -1,0 +1,168 @@
+"""TP-aware timing for Replay: AIS directly, or AIS tabulated once into Dynamo's NPZ profile.
+
+Replay's default polynomial timing ignores the parallel shape, so every candidate is timed by
+AIS (AISimulate's op-level perf model, which knows model, GPU, backend and TP/DP/MoE shape).
+Building the AIS estimator costs ~0.75 s per replay call; a search replays the same shape many
+times with different engine/router knobs, so mode "table" evaluates AIS once per shape on a grid
+and hands Replay the result as a ``dynamo_profile`` lookup table (Dynamo's mocker NPZ format).
+
+How the mocker reads that table (probed with synthetic tables on ai-dynamo 1.6.1):
+- a pass's prefill time is ``prefill_ttft_ms`` at the pass's *new* prefill tokens (summed over
+  the requests in the pass; cached prefix tokens excluded); linear extrapolation past the grid;
+- a pass's decode time is ``decode_itl`` at (sum of the decode requests' KV tokens,
+  that sum / decode batch size);
+- a mixed pass costs prefill + decode.
+So each prefill entry is AIS for one request of N new tokens, and each decode entry is AIS for
+a batch of round(kv / ctx) requests holding kv tokens. AIS prices a mixed pass as one forward
+pass, so the table is slightly pessimistic; benchmarks/bench_timing_fidelity.py measures it.
+
+Tables are content-addressed (see `table_key`) under ``${SPICA_CACHE_DIR:-~/.cache/spica}/timing``
+and written atomically (temp file, then rename), so parallel workers and later runs share them.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import tempfile
+from functools import cache
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import numpy as np
+
+TimingMode = Literal["table", "ais"]
+TIMING_MODES: tuple[TimingMode, ...] = ("table", "ais")
+
+TABLE_FORMAT = 1
+"""Bump when the grid or the tabulation changes: it is part of every cache key."""
+PREFILL_MAX_TOKENS = 1 << 17
+PREFILL_POINTS_PER_OCTAVE = 4
+DECODE_POINTS_PER_OCTAVE = 3
+MIN_KV_BOUND = 1 << 12
+MAX_DECODE_BATCH = 4096
+"""Cells needing more concurrent requests than any engine runs are unreachable; capping keeps
+AIS inside its data while still giving interpolation a sane neighbour."""
+
+
+def ais_timing_model(perf_config: Mapping[str, Any]) -> dict[str, Any]:
+    """Replay's engine ``timing_model`` entry that calls AIS directly."""
+    return {"type": "external", "provider": "ais", "config": dict(perf_config)}
+
+
+def timing_cache_dir() -> Path:
+    root = os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica"
+    return Path(root) / "timing"
+
+
+def materialize_engine_args(engine_args: Mapping[str, Any], mode: TimingMode) -> dict[str, Any]:
+    """Engine args ready for Replay: in "table" mode the AIS timing becomes a cached table.
+
+    Speculative decoding (AIS ``nextn`` > 0) has no axis in the NPZ format, so such roles keep
+    direct AIS timing whatever the mode.
+    """
+    if mode not in TIMING_MODES:
+        raise ValueError(f"timing: {mode!r} is not one of {', '.join(TIMING_MODES)}")
+    resolved = copy.deepcopy(dict(engine_args))
+    engine = resolved["engine"]
+    timing = engine.get("timing_model") or {}
+    is_ais = timing.get("type") == "external" and timing.get("provider") == "ais"
+    if mode == "ais" or not is_ais or timing["config"].get("nextn", 0) > 0:
+        return resolved
+    kv_tokens_per_rank = int(engine["num_gpu_blocks"]) * int(engine["block_size"])
+    path = ensure_table(timing["config"], kv_tokens_per_rank)
+    engine["timing_model"] = {"type": "external", "provider": "dynamo_profile", "config": {"path": str(path)}}
+    return resolved
+
+
+def kv_bound(kv_tokens_per_rank: int) -> int:
+    """The decode grid's KV extent: the rank's capacity rounded up to a power of two, so that
+    candidates whose capacity differs only slightly (memory fraction, block size) share a table."""
+    return max(MIN_KV_BOUND, 1 << max(0, math.ceil(math.log2(max(1, kv_tokens_per_rank)))))
+
+
+def table_key(perf_config: Mapping[str, Any], kv_tokens_per_rank: int) -> str:
+    """Hash of everything a table's numbers depend on: the AIS identity (model, system, backend,
+    backend version, shape, worker type, block size, nextn), the KV extent of the grid, the AIS
+    package version and the table format."""
+    material = {
+        "format": TABLE_FORMAT,
+        "aisimulate": _aisimulate_version(),
+        "ais_config": dict(sorted(perf_config.items())),
+        "kv_bound": kv_bound(kv_tokens_per_rank),
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def ensure_table(perf_config: Mapping[str, Any], kv_tokens_per_rank: int) -> Path:
+    """Path of the cached table for this identity, tabulating AIS on a miss."""
+    directory = timing_cache_dir()
+    path = directory / f"{table_key(perf_config, kv_tokens_per_rank)}.npz"
+    if path.is_file():
+        return path
+    tables = tabulate_ais(perf_config, kv_bound(kv_tokens_per_rank))
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=directory, suffix=".npz.tmp", delete=False) as handle:
+        np.savez(handle, **tables)
+    os.replace(handle.name, path)
+    return path
+
+
+def tabulate_ais(perf_config: Mapping[str, Any], kv_extent: int) -> dict[str, np.ndarray]:
+    """Evaluate AIS on the prefill and decode grids (arrays in the mocker's NPZ layout)."""
+    from aisimulate_core.sdk import RustForwardPassPerfModel
+
+    model = RustForwardPassPerfModel.best_available(dict(perf_config))
+    readiness = model.diagnostics().get("readiness")
+    if readiness != "ready":
+        raise ValueError(
+            f"AIS has no ready perf model for {perf_config.get('model')} on {perf_config.get('system')} "
+            f"({perf_config.get('backend')} {perf_config.get('backend_version')}): readiness {readiness}"
+        )
+    ranks = int(perf_config.get("attention_dp", 1))
+
+    def pass_ms(scheduled: dict[str, int]) -> float:
+        # Attention-DP ranks are assumed evenly loaded: every rank runs the same work.
+        value = model.estimate_forward_pass_time_ms([{"scheduled_requests": scheduled}] * ranks)
+        if value is None or not math.isfinite(value) or value < 0:
+            raise ValueError(f"AIS returned no finite time for {scheduled} with {dict(perf_config)}")
+        return float(value)
+
+    prefill_tokens = _geometric_grid(PREFILL_MAX_TOKENS, PREFILL_POINTS_PER_OCTAVE)
+    prefill_ms = [pass_ms({"num_prefill_requests": 1, "sum_prefill_tokens": int(n)}) for n in prefill_tokens]
+    kv_tokens = _geometric_grid(kv_extent, DECODE_POINTS_PER_OCTAVE)
+    context = kv_tokens
+    decode_ms = [
+        [
+            pass_ms(
+                {
+                    "num_decode_requests": min(MAX_DECODE_BATCH, max(1, round(kv / ctx))),
+                    "sum_decode_kv_tokens": int(kv),
+                }
+            )
+            for ctx in context
+        ]
+        for kv in kv_tokens
+    ]
+    return {
+        "prefill_isl": prefill_tokens.astype(float),
+        "prefill_ttft_ms": np.asarray(prefill_ms),
+        "decode_active_kv_tokens": kv_tokens.astype(float),
+        "decode_context_length": context.astype(float),
+        "decode_itl": np.asarray(decode_ms),
+    }
+
+
+def _geometric_grid(upper: int, points_per_octave: int) -> np.ndarray:
+    """Strictly increasing integers from 1 to `upper`, evenly spaced in log2."""
+    count = int(round(math.log2(upper) * points_per_octave)) + 1
+    return np.unique(np.round(np.geomspace(1, upper, count)).astype(np.int64))
+
+
+@cache
+def _aisimulate_version() -> str:
+    return version("aisimulate")

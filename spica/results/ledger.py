@@ -1,0 +1,118 @@
+"""The ledger: every candidate a search measured, lossless, written as it goes.
+
+Each evaluation is appended to `evaluations.jsonl` the moment it finishes, so an interrupted
+run loses nothing and a resumed run reuses every finished replay. `ledger.json` and
+`ledger.csv` are the complete views written at the end; top-N and the front are views of it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+STATUSES = ("feasible", "infeasible", "failed", "unsupported")
+
+
+@dataclass
+class Candidate:
+    """One measured deployment: what it is (unrolled), how it did (metrics), where it came from."""
+
+    key: str
+    branch: str
+    round: int
+    status: str
+    unrolled: dict[str, Any]
+    reason: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    score: float | None = None
+    objectives: dict[str, float] = field(default_factory=dict)
+    replay_input: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    plan_fingerprint: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def feasible(self) -> bool:
+        return self.status == "feasible"
+
+    @property
+    def used_gpus(self) -> int:
+        return int(self.unrolled.get("used_gpus", 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Candidate":
+        return cls(**dict(data))
+
+    def label(self) -> str:
+        """A short human description: mode, backend and shape."""
+        u = self.unrolled
+        if u.get("mode") == "disagg":
+            shape = f"P {u['prefill_replicas']}x{u['prefill_strategy']}{_gpus(u, 'prefill_')} + D {u['decode_replicas']}x{u['decode_strategy']}{_gpus(u, 'decode_')}"
+        else:
+            shape = f"{u.get('replicas')}x{u.get('strategy')}{_gpus(u, '')}"
+        return f"{u.get('mode')} {u.get('backend')} {shape}"
+
+
+def _gpus(unrolled: Mapping[str, Any], prefix: str) -> int:
+    return unrolled[f"{prefix}tp"] * unrolled[f"{prefix}pp"] * unrolled[f"{prefix}attention_dp"]
+
+
+class Journal:
+    """Append-only record of finished evaluations in a results folder (the resume source)."""
+
+    def __init__(self, folder: Path, fingerprint: str):
+        self.path = folder / "evaluations.jsonl"
+        self.fingerprint = fingerprint
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def load(self) -> list[Candidate]:
+        """Finished evaluations of this very plan; other plans' entries are ignored."""
+        if not self.path.exists():
+            return []
+        found = []
+        for line in self.path.read_text().splitlines():
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by an interruption
+            if data.get("plan_fingerprint") == self.fingerprint:
+                found.append(Candidate.from_dict(data))
+        return found
+
+    def append(self, candidate: Candidate) -> None:
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(candidate.to_dict(), default=str) + "\n")
+            handle.flush()
+
+
+def _flat(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    return {f"{prefix}{key}": value for key, value in values.items()}
+
+
+def write_ledger(folder: Path, candidates: Iterable[Candidate]) -> tuple[Path, Path]:
+    """ledger.json (lossless) and ledger.csv (one row per candidate, flattened columns)."""
+    rows = [candidate.to_dict() for candidate in candidates]
+    json_path = folder / "ledger.json"
+    json_path.write_text(json.dumps(rows, indent=1, default=str))
+    flat_rows = []
+    for row in rows:
+        flat = {key: row[key] for key in ("key", "branch", "round", "status", "reason", "score", "seconds", "plan_fingerprint")}
+        flat.update(_flat("objective.", row["objectives"]))
+        flat.update(_flat("metric.", row["metrics"]))
+        flat.update(_flat("config.", row["unrolled"]))
+        flat_rows.append(flat)
+    columns: list[str] = []
+    for flat in flat_rows:
+        columns += [column for column in flat if column not in columns]
+    csv_path = folder / "ledger.csv"
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(flat_rows)
+    return json_path, csv_path

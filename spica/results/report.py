@@ -1,0 +1,81 @@
+"""Write a search's results folder: plan, ledger, views, plot, manifests, replay inputs.
+
+    plan.yaml               the frozen plan that produced these results
+    evaluations.jsonl       every finished evaluation as it happened (resume source)
+    ledger.json / .csv      every candidate: status, reason, metrics, unrolled config
+    best.csv                the ranked top (scalar goal) or the Pareto front
+    summary.json            tallies, timings, selection, predictor sub-sweep
+    plot.png                score vs GPUs, or the front
+    deploy/NN-<key>/        for each selected candidate: dynamo.yaml (DynamoGraphDeployment)
+                            and replay.json (the Replay call that reproduces its score)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from spica.plan import Plan
+from spica.results.ledger import Candidate, write_ledger
+from spica.results.manifest import manifest_yaml
+from spica.results.plot import plot_results
+
+DEPLOY_TOP_N = 5
+
+
+def _selected(plan: Plan, best: Sequence[Candidate]) -> list[Candidate]:
+    return list(best) if plan.config.goal.target == "pareto" else list(best)[:DEPLOY_TOP_N]
+
+
+def write_results(
+    folder: Path,
+    plan: Plan,
+    results: Any,
+    *,
+    predictor_report: Mapping[str, Any],
+    timings: Mapping[str, float],
+    branches: Sequence[Any],
+) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    plan.write(folder / "plan.yaml")
+    write_ledger(folder, results.ledger)
+    selected = _selected(plan, list(results))
+    write_ledger_view(folder / "best.csv", selected)
+    config = plan.config
+    plot_results(
+        folder / "plot.png",
+        results.ledger,
+        objectives=config.goal.objectives,
+        selected=selected,
+        pareto=config.goal.target == "pareto",
+        title=f"{config.search_space.model_name} on {config.search_space.hardware_sku} — {config.goal.target}",
+    )
+    deploy = folder / "deploy"
+    for index, candidate in enumerate(selected, 1):
+        target = deploy / f"{index:02d}-{candidate.key}"
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "dynamo.yaml").write_text(manifest_yaml(candidate))
+        (target / "replay.json").write_text(json.dumps(candidate.replay_input, indent=1, default=str))
+    summary = {
+        "plan_fingerprint": plan.fingerprint,
+        "tallies": results.tallies,
+        "timings": dict(timings),
+        "selected": [candidate.key for candidate in selected],
+        "branches": [{"mode": branch.mode, "backends": list(branch.backends), "configs": len(branch.configs)} for branch in branches],
+        "predictor_sub_sweep": dict(predictor_report),
+    }
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    return folder
+
+
+def write_ledger_view(path: Path, candidates: Sequence[Candidate]) -> None:
+    """A small CSV of the selected candidates: rank, key, label, GPUs and objectives."""
+    import csv
+
+    names = sorted({name for candidate in candidates for name in candidate.objectives})
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["rank", "key", "deployment", "used_gpus", *names])
+        for index, candidate in enumerate(candidates, 1):
+            writer.writerow([index, candidate.key, candidate.label(), candidate.used_gpus, *[candidate.objectives.get(n) for n in names]])

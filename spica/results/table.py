@@ -1,0 +1,75 @@
+"""The terminal view of a search: the ranked table (or the front) and the tallies."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from spica.config import SmartSearchConfig
+from spica.results.ledger import Candidate
+
+UNITS = {
+    "throughput": "tok/s",
+    "throughput_per_gpu": "tok/s/GPU",
+    "throughput_per_user": "tok/s/user",
+    "goodput": "good tok/s",
+    "goodput_per_gpu": "good tok/s/GPU",
+    "e2e_latency": "ms",
+}
+TOP_N = 10
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.3f}"
+    return "-" if value is None else str(value)
+
+
+def _knobs(candidate: Candidate) -> str:
+    u = candidate.unrolled
+    roles = ("prefill", "decode") if u["mode"] == "disagg" else ("agg",)
+    parts = [f"{role[0]}:seqs={u[f'{role}_max_num_seqs']},mbt={u[f'{role}_max_num_batched_tokens']}" for role in roles]
+    parts.append(u["router_mode"])
+    if u.get("planner_scaling_policy", "disabled") != "disabled":
+        parts.append(f"planner={u['planner_scaling_policy']}")
+    if "concurrency" in u:
+        parts.append(f"conc={u['concurrency']}")
+    return " ".join(parts)
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[_cell(value) for value in row] for row in rows]
+    widths = [max(len(header), *(len(row[i]) for row in cells)) if cells else len(header) for i, header in enumerate(headers)]
+    line = "  ".join(header.ljust(width) for header, width in zip(headers, widths))
+    rule = "  ".join("-" * width for width in widths)
+    body = ["  ".join(value.rjust(width) if i == 0 or _numeric(value) else value.ljust(width) for i, (value, width) in enumerate(zip(row, widths))) for row in cells]
+    return "\n".join([line, rule, *body])
+
+
+def _numeric(text: str) -> bool:
+    return text.replace(",", "").replace(".", "", 1).lstrip("-").isdigit()
+
+
+def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any, timings: Mapping[str, float]) -> str:
+    objectives = config.goal.objectives
+    pareto = config.goal.target == "pareto"
+    title = "Pareto front" if pareto else f"Top {min(TOP_N, len(results))} by {objectives[0]} ({UNITS[objectives[0]]})"
+    headers = ["#", "deployment", "GPUs", *[f"{name} ({UNITS[name]})" for name in objectives], "ttft ms", "tpot ms", "knobs"]
+    rows = []
+    for index, candidate in enumerate(list(results)[: None if pareto else TOP_N], 1):
+        rows.append(
+            [index, candidate.label(), candidate.used_gpus, *[candidate.objectives.get(name) for name in objectives],
+             candidate.metrics.get("mean_ttft_ms"), candidate.metrics.get("mean_tpot_ms"), _knobs(candidate)]
+        )
+    tallies = getattr(results, "tallies", {})
+    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in tallies.items())
+    wall = timings.get("wall_seconds", 0.0)
+    share = timings.get("optimizer_seconds", 0.0) / wall * 100 if wall else 0.0
+    lines = [
+        "",
+        title,
+        render_table(headers, rows) if rows else "(no feasible candidate — see the ledger for reasons)",
+        "",
+        f"{len(getattr(results, 'ledger', []))} candidates replayed: {summary}",
+        f"wall {wall:,.1f}s, optimizer {share:.1f}% of it",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,52 @@
+"""A live progress line while a search runs: round, evaluations, best so far, ETA."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from spica.results.ledger import Candidate
+
+
+class Progress:
+    """Rewrites one line on a terminal; prints a line per round elsewhere (logs, CI, SLURM)."""
+
+    def __init__(self, total: int, target: list[str], enabled: bool, stream: TextIO | None = None):
+        self.total = max(total, 1)
+        self.target = target
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.started = time.monotonic()
+        self.done = 0
+        self.best: float | None = None
+        self.round = 0
+        self._tty = self.stream.isatty()
+
+    def update(self, round_number: int, candidate: Candidate) -> None:
+        self.done += 1
+        if candidate.feasible and candidate.score is not None and (self.best is None or candidate.score > self.best):
+            self.best = candidate.score
+        new_round = round_number != self.round
+        self.round = round_number
+        if self.enabled and (self._tty or new_round):
+            self._emit()
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.started
+        remaining = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        best = f"{self.best:,.2f} {self.target[0]}" if self.best is not None else "-"
+        return (
+            f"round {self.round} | {self.done}/{self.total} evaluations | best {best} | "
+            f"elapsed {elapsed:,.0f}s | ETA {max(remaining, 0):,.0f}s"
+        )
+
+    def _emit(self) -> None:
+        end = "\r" if self._tty else "\n"
+        self.stream.write(f"spica: {self.line()}{end}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled and self._tty and self.done:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,345 @@
+"""run_smart_search: SPEC §3 from validation to the merged, ranked result.
+
+validate → filter planner policies → load-predictor sub-sweep → enumerate branches →
+per-branch Vizier studies in barrier rounds (ask → project → dedupe → evaluate → tell) →
+merge → results folder. Rounds interleave the branches so one pool batch holds all of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from spica.config import SmartSearchConfig
+from spica.config.errors import ConfigError
+from spica.evaluation import score
+from spica.evaluation.evaluate import Evaluation, evaluate_task
+from spica.plan import Plan, compile_plan
+from spica.planner.policies import filter_scaling_policies
+from spica.planner.predictors import predictor_sub_sweep
+from spica.results.ledger import STATUSES, Candidate, Journal
+from spica.results.report import write_results
+from spica.search.branches import branches_for
+from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
+from spica.search.pool import EvaluationPool, local_pool
+from spica.search.progress import Progress
+from spica.search.unroll import candidate_key, unroll
+from spica.space import projection
+from spica.space.branches import Branch
+from spica.study.base import Objective, Study
+from spica.study.grid import GridStudy
+from spica.study.params import Param
+from spica.study.vizier_study import VizierStudy
+
+log = logging.getLogger("spica.search")
+
+REPLACEMENT_ASKS = 3
+"""A round asks at most this many times per_round suggestions before it stops hunting for new ones."""
+GRID_LIMIT = 20000
+
+
+class SearchResults(list):
+    """Best-first candidates (scalar goal) or the Pareto front, plus the full ledger and tallies."""
+
+    def __init__(self, best: list[Candidate], ledger: list[Candidate], tallies: dict[str, int], results_dir: Path | None, plan: Plan):
+        super().__init__(best)
+        self.ledger = ledger
+        self.tallies = tallies
+        self.results_dir = results_dir
+        self.plan = plan
+
+
+@dataclass
+class BranchSearch:
+    """One branch's study and what it needs to turn suggestions into candidates."""
+
+    branch: Branch
+    knobs: list[Knob]
+    study: Study
+    has_backend_param: bool
+    asked: int = 0
+
+
+@dataclass
+class Tally:
+    counts: dict[str, int] = field(default_factory=lambda: {status: 0 for status in STATUSES} | {"cache_hits": 0})
+
+    def add(self, status: str) -> None:
+        self.counts[status] += 1
+
+
+def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any]) -> Plan:
+    if isinstance(config, Plan):
+        return config
+    if not isinstance(config, SmartSearchConfig):
+        config = SmartSearchConfig.from_mapping(config)
+    return compile_plan(config)
+
+
+def _with_kept_policies(config: SmartSearchConfig) -> SmartSearchConfig:
+    """SPEC §3 step 2: drop policies the goal cannot use; write the kept list back."""
+    goal = config.goal
+    try:
+        result = filter_scaling_policies(
+            config.search_space.scaling_policies(), goal.target, goal.sla.ttft_ms, goal.sla.itl_ms, goal.sla.e2e_ms
+        )
+    except ValueError as exc:
+        raise ConfigError([f"search_space.planner_scaling_policy: {exc}"]) from None
+    if result.dropped:
+        log.info("planner policies dropped for goal %s: %s", goal.target, ", ".join(name for name, _ in result.dropped))
+    kept_names = {name for name, _ in result.kept}
+    entries = config.search_space.planner_scaling_policy
+    kept_entries = [entry for (name, _), entry in zip(config.search_space.scaling_policies(), entries) if name in kept_names]
+    data = config.to_data()
+    data["search_space"]["planner_scaling_policy"] = kept_entries
+    return SmartSearchConfig.from_mapping(data)
+
+
+def _predictor_winners(config: SmartSearchConfig) -> tuple[dict[int, tuple[str, dict[str, Any]]], dict[str, Any]]:
+    """SPEC §3 step 3, once per distinct throughput interval among the kept policies."""
+    policies = config.search_space.scaling_policies()
+    intervals = sorted({fields["throughput_adjustment_interval_seconds"] for _, fields in policies if fields["enable_throughput_scaling"]})
+    workload = config.workload
+    result = predictor_sub_sweep(
+        workload.trace_path,
+        intervals,
+        config.search_space.load_predictors(),
+        arrival_speedup_ratio=workload.arrival_speedup_ratio,
+        has_throughput_scaling=bool(intervals),
+    )
+    winners = {interval: (entry.winner, dict(entry.winner_fields)) for interval, entry in result.intervals.items()}
+    return winners, result.to_dict()
+
+
+def _objectives(config: SmartSearchConfig) -> list[Objective]:
+    return [
+        Objective(name, "minimize" if name in score.MINIMISED else "maximize") for name in config.goal.objectives
+    ]
+
+
+def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> tuple[Study, bool]:
+    config = plan.config
+    has_backend = len(branch.backends) > 1
+    params: list[Param] = list(projection.feature_params(branch)) if len(branch.configs) > 1 else []
+    if has_backend:
+        params.append(Param("backend", "categorical", choices=tuple(branch.backends)))
+    params += knob_params(knobs) + workload_params(config)
+    grid = _grid_points(branch, knobs, config) if config.sweep.algorithm == "grid" or _grid_size(branch, knobs) <= GRID_LIMIT else None
+    if config.sweep.algorithm == "grid":
+        return GridStudy(grid or []), has_backend
+    study = VizierStudy(
+        f"spica-{plan.short_id}-{branch.mode}",
+        params or [Param("_single", "categorical", choices=("only",))],
+        _objectives(config),
+        seed=config.sweep.seed,
+        storage_dir=storage,
+        algorithm=config.sweep.designer,
+        candidates=grid,
+    )
+    return study, has_backend
+
+
+def _grid_size(branch: Branch, knobs: list[Knob]) -> int:
+    size = sum(len(parallel.backends) for parallel in branch.configs)
+    for knob in knobs:
+        size *= len(knob.values)
+    return size
+
+
+def _grid_points(branch: Branch, knobs: list[Knob], config: SmartSearchConfig) -> list[dict[str, Any]]:
+    """Every (config, backend, knob combination) as a point in the study's parameter space."""
+    searched = [knob for knob in knobs if knob.searched]
+    ratio = config.workload.kv_load_ratio
+    ratios = [ratio[0] + (ratio[1] - ratio[0]) * step / 4 for step in range(5)] if isinstance(ratio, list) else [None]
+    points = []
+    for parallel in branch.configs:
+        base = projection.features(parallel) if len(branch.configs) > 1 else {}
+        for backend in parallel.backends:
+            for combo in knob_grid(searched):
+                for level in ratios:
+                    point = {**base, **{name: value for name, value in combo.items()}}
+                    if len(branch.backends) > 1:
+                        point["backend"] = backend
+                    if level is not None:
+                        point["kv_load_ratio"] = level
+                    points.append(point)
+    return points
+
+
+def _suggestion_to_candidate(
+    plan: Plan, search: BranchSearch, params: Mapping[str, Any], winners: Mapping[int, Any]
+) -> dict[str, Any]:
+    branch = search.branch
+    backend = str(params["backend"]) if search.has_backend_param else branch.backends[0]
+    if len(branch.configs) == 1:
+        parallel = branch.configs[0]
+        if backend not in parallel.backends:
+            raise LookupError(f"pinned config does not support {backend}")
+    else:
+        parallel = projection.project(branch, backend, params)
+    knobs = knob_values(search.knobs, params)
+    ratio = params.get("kv_load_ratio")
+    return unroll(plan.config, parallel, backend, knobs, winners, float(ratio) if ratio is not None else None)
+
+
+def run_smart_search(
+    config: SmartSearchConfig | Plan | Mapping[str, Any],
+    *,
+    results_dir: str | Path | None = None,
+    pool: EvaluationPool | None = None,
+    progress: bool = False,
+    write: bool = True,
+) -> SearchResults:
+    """Search deployments for `config`; best-first candidates (or the Pareto front) with the ledger.
+
+    A results folder (default results/<plan fingerprint>) receives the ledger, table, plot and
+    manifests; re-running into the same folder resumes: finished replays are reused.
+    """
+    started = time.monotonic()
+    plan = _as_plan(config)
+    config = _with_kept_policies(plan.config)
+    plan = Plan(config, plan.versions, plan.trace_sha256, plan.fingerprint)
+    folder = Path(results_dir) if results_dir is not None else Path("results") / plan.short_id
+    journal = Journal(folder, plan.fingerprint) if write else None
+    measured: dict[str, Candidate] = {candidate.key: candidate for candidate in (journal.load() if journal else [])}
+    if measured:
+        log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
+
+    winners, predictor_report = _predictor_winners(config)
+    branches = branches_for(config)
+    storage = folder / ".studies"
+    shutil.rmtree(storage, ignore_errors=True)  # a resume replays the studies from the journal
+    searches = []
+    for branch in branches:
+        knobs = branch_knobs(config, branch.mode)
+        study, has_backend = _study_for(plan, branch, knobs, storage)
+        searches.append(BranchSearch(branch, knobs, study, has_backend))
+
+    sweep = config.sweep
+    per_round = sweep.per_round
+    own_pool = pool is None
+    pool = pool or local_pool(sweep.parallel_evals, per_round)
+    tally = Tally()
+    ledger: list[Candidate] = []
+    seen_in_run: set[str] = set()
+    meter = Progress(total=sweep.max_rounds * per_round * len(searches), target=config.goal.objectives, enabled=progress)
+    optimizer_seconds = 0.0
+    try:
+        for round_index in range(sweep.max_rounds):
+            batch: list[tuple[BranchSearch, int, dict[str, Any], str]] = []
+            followers: list[tuple[BranchSearch, int, str]] = []
+            for search in searches:
+                tick = time.monotonic()
+                wanted, asks = per_round, 0
+                while wanted > 0 and asks < REPLACEMENT_ASKS:
+                    suggestions = search.study.ask(wanted)
+                    asks += 1
+                    if not suggestions:
+                        break
+                    for suggestion in suggestions:
+                        try:
+                            unrolled = _suggestion_to_candidate(plan, search, suggestion.params, winners)
+                        except LookupError as exc:
+                            search.study.tell(suggestion.trial_id, None, f"unsupported: {exc}")
+                            tally.add("unsupported")
+                            continue
+                        key = candidate_key(unrolled)
+                        pending = any(key == item[3] for item in batch)
+                        if key in measured and key in seen_in_run or pending:
+                            tally.counts["cache_hits"] += 1
+                            if pending:
+                                followers.append((search, suggestion.trial_id, key))
+                            else:
+                                _tell(search.study, suggestion.trial_id, measured[key])
+                            continue
+                        batch.append((search, suggestion.trial_id, unrolled, key))
+                        wanted -= 1
+                optimizer_seconds += time.monotonic() - tick
+            if not batch and not followers:
+                break
+            fresh = [item for item in batch if item[3] not in measured]
+            results = pool.map(evaluate_task, [(config, item[2]) for item in fresh])
+            outcome_by_key = dict(zip((item[3] for item in fresh), results))
+            tick = time.monotonic()
+            for search, trial_id, unrolled, key in batch:
+                if key in measured:
+                    candidate = measured[key]
+                    tally.counts["cache_hits"] += 1
+                else:
+                    candidate = _candidate(plan, search.branch.mode, round_index, key, unrolled, outcome_by_key[key])
+                    measured[key] = candidate
+                    if journal:
+                        journal.append(candidate)
+                seen_in_run.add(key)
+                ledger.append(candidate)
+                tally.add(candidate.status)
+                _tell(search.study, trial_id, candidate)
+                meter.update(round_index + 1, candidate)
+            for search, trial_id, key in followers:
+                _tell(search.study, trial_id, measured[key])
+            optimizer_seconds += time.monotonic() - tick
+    finally:
+        if own_pool:
+            pool.close()
+        meter.close()
+
+    best = _merge(config, ledger)
+    tallies = dict(tally.counts)
+    timings = {"wall_seconds": time.monotonic() - started, "optimizer_seconds": optimizer_seconds}
+    results = SearchResults(best, ledger, tallies, folder if write else None, plan)
+    if write:
+        write_results(folder, plan, results, predictor_report=predictor_report, timings=timings, branches=branches)
+    if progress:
+        from spica.results.table import format_results
+
+        print(format_results(config, results, timings))
+        if write:
+            print(f"results: {folder}")
+    return results
+
+
+def _tell(study: Study, trial_id: int, candidate: Candidate) -> None:
+    """Feasible results with their objectives; everything else as infeasible, never a low score."""
+    if candidate.feasible:
+        study.tell(trial_id, candidate.objectives)
+    else:
+        study.tell(trial_id, None, f"{candidate.status}: {candidate.reason}")
+
+
+def _candidate(plan: Plan, branch: str, round_index: int, key: str, unrolled: dict[str, Any], outcome: Evaluation | BaseException) -> Candidate:
+    if isinstance(outcome, BaseException):
+        return Candidate(key, branch, round_index, "failed", unrolled, reason=f"error: {type(outcome).__name__}: {outcome}", plan_fingerprint=plan.fingerprint)
+    config = plan.config
+    objectives = {name: outcome.objectives[name] for name in config.goal.objectives if name in outcome.objectives}
+    signed = score.signed_score(config.goal.target, outcome.objectives) if outcome.status == "feasible" and config.goal.target != "pareto" else None
+    return Candidate(
+        key=key,
+        branch=branch,
+        round=round_index,
+        status=outcome.status,
+        unrolled=unrolled,
+        reason=outcome.reason,
+        metrics=outcome.metrics,
+        score=signed,
+        objectives=objectives,
+        replay_input=outcome.replay_input,
+        seconds=outcome.seconds,
+        plan_fingerprint=plan.fingerprint,
+        provenance=outcome.provenance,
+    )
+
+
+def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:
+    """SPEC §3 step 6: rank by signed score (ties toward fewer GPUs), or the Pareto front."""
+    unique = list({candidate.key: candidate for candidate in ledger if candidate.feasible}.values())
+    if config.goal.target == "pareto":
+        objectives = config.goal.pareto_objectives
+        return score.pareto_front(unique, lambda c: [c.objectives[name] for name in objectives], objectives)
+    return score.rank(unique, lambda c: c.score, lambda c: c.used_gpus)
+
+
+ProgressHook = Callable[[int, Candidate], None]

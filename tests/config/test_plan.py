@@ -1,0 +1,69 @@
+"""Frozen plans: fingerprinted, version-pinned, refused when tampered with."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from spica.config import SmartSearchConfig
+from spica.plan import PlanError, compile_plan, load_plan
+
+
+@pytest.fixture
+def config():
+    return SmartSearchConfig.from_mapping(
+        {"search_space": {"model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm", "gpu_budget": 8},
+         "workload": {"isl": 1024, "osl": 128, "concurrency": 32}, "sweep": {"seed": 7}}
+    )
+
+
+def test_round_trip_keeps_config_seed_and_versions(config, tmp_path):
+    plan = compile_plan(config)
+    path = plan.write(tmp_path / "plan.yaml")
+    again = load_plan(path)
+    assert again.config == config
+    assert again.seed == 7
+    assert again.fingerprint == plan.fingerprint
+    assert set(again.versions) >= {"spica", "ai-dynamo", "aiconfigurator", "google-vizier"}
+    assert again.versions["ai-dynamo"] == "1.6.1"
+
+
+def test_same_config_same_fingerprint(config):
+    assert compile_plan(config).fingerprint == compile_plan(SmartSearchConfig.from_mapping(config.to_data())).fingerprint
+
+
+def test_edited_plan_is_refused(config, tmp_path):
+    path = compile_plan(config).write(tmp_path / "plan.yaml")
+    path.write_text(path.read_text().replace("gpu_budget: 8", "gpu_budget: 16"))
+    with pytest.raises(PlanError, match="fingerprint does not match the content"):
+        load_plan(path)
+
+
+def test_version_drift_is_refused(config, tmp_path):
+    path = compile_plan(config).write(tmp_path / "plan.yaml")
+    data = yaml.safe_load(path.read_text())
+    data["versions"]["ai-dynamo"] = "0.0.1"
+    from spica.plan import _fingerprint  # re-sign as a careless tool would
+
+    data.pop("fingerprint")
+    data = {"fingerprint": _fingerprint(data), **data}
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(PlanError, match=r"made with other versions: ai-dynamo 0.0.1 \(installed 1.6.1\)"):
+        load_plan(path)
+
+
+def test_changed_trace_is_refused(tmp_path, monkeypatch):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [0]}\n')
+    config = SmartSearchConfig.from_mapping({"search_space": {"model_name": "m", "hardware_sku": "h"}, "workload": {"trace_path": str(trace)}})
+    path = compile_plan(config).write(tmp_path / "plan.yaml")
+    trace.write_text(trace.read_text() * 2)
+    with pytest.raises(PlanError, match="changed since the plan was compiled"):
+        load_plan(path)
+
+
+def test_not_a_plan(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("a: 1\n")
+    with pytest.raises(PlanError, match="not a Spica plan"):
+        load_plan(path)
