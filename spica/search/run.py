@@ -117,7 +117,7 @@ def _predictor_winners(config: SmartSearchConfig) -> tuple[dict[int, tuple[str, 
 
 def _objectives(config: SmartSearchConfig) -> list[Objective]:
     return [
-        Objective(name, "minimize" if name in score.MINIMISED else "maximize") for name in config.goal.objectives
+        Objective(name, "minimize" if name in score.MINIMIZED else "maximize") for name in config.goal.objectives
     ]
 
 
@@ -338,7 +338,7 @@ def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate
     unique = list({candidate.key: candidate for candidate in ledger if candidate.feasible}.values())
     if config.goal.target == "pareto":
         objectives = config.goal.pareto_objectives
-        return score.pareto_front(unique, lambda c: [c.objectives[name] for name in objectives], objectives)
+        return score.pareto_front(unique, lambda c: [score.signed_score(name, c.objectives) for name in objectives])
     return score.rank(unique, lambda c: c.score, lambda c: c.used_gpus)
 
 

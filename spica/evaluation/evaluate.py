@@ -1,0 +1,112 @@
+"""One candidate, scored: a pure function of (config, unrolled candidate) → Evaluation.
+
+Build the Planner config (when a scaling policy is on), build the Replay call, replay it
+with TP-aware timing, read the objectives. Everything it needs travels in its arguments and
+everything it returns is plain data, so it runs unchanged in this process, a spawned worker
+or a SLURM job. It never raises for a bad candidate: it returns a failed Evaluation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from spica.config import SmartSearchConfig
+from spica.evaluation import score
+from spica.evaluation.deployment import WorkloadSpec, build_replay_call
+from spica.evaluation.replay import run_replay
+from spica.planner.config import PlannerConfigError, planner_config
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """status: feasible | infeasible | failed; reason: a category a person can filter on."""
+
+    status: str
+    reason: str | None = None
+    objectives: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    replay_input: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def workload_spec(config: SmartSearchConfig) -> WorkloadSpec:
+    """The plan's traffic in Replay's terms; a candidate's own concurrency rides in `unrolled`."""
+    workload = config.workload
+    if workload.is_trace:
+        return WorkloadSpec(
+            kind="trace",
+            trace_path=workload.trace_path,
+            trace_format=workload.trace_format,
+            arrival_speedup_ratio=workload.arrival_speedup_ratio,
+            concurrency=workload.replay_concurrency,
+            shared_prefix_ratio=workload.shared_prefix_ratio,
+            num_prefix_groups=workload.num_prefix_groups,
+        )
+    levels = workload.concurrency_levels()
+    if workload.request_rate is not None:
+        count = workload.request_count(workload.request_rate)
+    elif workload.kind == "kv_load_ratio":
+        count = None  # derived per candidate from its concurrency, below
+    else:
+        count = workload.request_count(max(levels))
+    return WorkloadSpec(
+        kind="synthetic",
+        request_rate=workload.request_rate,
+        concurrency=levels[0] if len(levels) == 1 else None,
+        isl=workload.isl,
+        osl=workload.osl,
+        request_count=count or 1,
+        shared_prefix_ratio=workload.shared_prefix_ratio,
+        num_prefix_groups=workload.num_prefix_groups,
+        turns_per_session=workload.turns_per_session,
+        inter_turn_delay_ms=workload.inter_turn_delay_ms,
+        arrival_seed=config.sweep.seed,
+    )
+
+
+def _spec_for(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> WorkloadSpec:
+    spec = workload_spec(config)
+    if spec.kind == "synthetic" and "concurrency" in unrolled and config.workload.request_rate is None:
+        from dataclasses import replace
+
+        return replace(spec, request_count=config.workload.request_count(unrolled["concurrency"]))
+    return spec
+
+
+def _scalars(summary: Mapping[str, Any]) -> dict[str, float]:
+    return {key: float(value) for key, value in summary.items() if isinstance(value, (int, float)) and not isinstance(value, bool)}
+
+
+def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluation:
+    started = time.perf_counter()
+    sweep = config.sweep
+    try:
+        planner = planner_config(unrolled, config.goal.sla)
+        call = build_replay_call(unrolled, _spec_for(config, unrolled), config.goal.sla, sweep.timing, planner)
+    except PlannerConfigError as exc:
+        return Evaluation("failed", f"planner_config: {exc}", seconds=time.perf_counter() - started)
+    except (ValueError, KeyError) as exc:
+        return Evaluation("failed", f"invalid_deployment: {exc}", seconds=time.perf_counter() - started)
+    outcome = run_replay(call, sweep.candidate_timeout_s)
+    replay_input = call.to_dict()
+    provenance = {"replay_seconds": round(outcome.seconds, 4), "timing": sweep.timing}
+    if outcome.status != "ok":
+        status = "infeasible" if outcome.status == "no_samples" else "failed"
+        reason = f"{outcome.reason}: {outcome.message}" if outcome.message else outcome.reason
+        return Evaluation(status, reason, metrics=_scalars(outcome.summary), replay_input=replay_input,
+                          seconds=time.perf_counter() - started, provenance=provenance)
+    objectives = score.objective_values(outcome.summary)
+    metrics = _scalars(outcome.summary) | {"provisioned_gpus": score.provisioned_gpus(outcome.summary)}
+    status, reason = "feasible", None
+    if unrolled["used_gpus"] > config.search_space.gpu_budget:
+        status, reason = "infeasible", f"over_budget: {unrolled['used_gpus']} GPUs > gpu_budget {config.search_space.gpu_budget}"
+    return Evaluation(status, reason, objectives, metrics, replay_input, time.perf_counter() - started, provenance)
+
+
+def evaluate_task(task: tuple[SmartSearchConfig, Mapping[str, Any]]) -> Evaluation:
+    """Pool entry point: one picklable argument."""
+    config, unrolled = task
+    return evaluate(config, unrolled)
