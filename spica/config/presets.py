@@ -17,9 +17,8 @@ def _frozen(table: dict[str, dict[str, Any]]) -> Mapping[str, Mapping[str, Any]]
 
 def _scaling(throughput: bool, load: bool, throughput_s: int | None, load_s: int | None) -> dict[str, Any]:
     fields: dict[str, Any] = {"enable_throughput_scaling": throughput, "enable_load_scaling": load}
-    if throughput:
+    if throughput or load:  # SPEC §2.1 table: a scaling policy names both intervals
         fields["throughput_adjustment_interval_seconds"] = throughput_s
-    if load:
         fields["load_adjustment_interval_seconds"] = load_s
     return fields
 
@@ -37,8 +36,8 @@ PLANNER_SCALING_POLICIES = _frozen(
 )
 """Planner scaling policies. Throughput scaling re-sizes pools from predicted load every
 throughput interval (needs an SLA); load scaling reacts to queue/KV pressure every load interval.
-Presets name their intervals like Dynamo's docs do, so their interval fields are kept even
-where the scaling is off (they are dropped at unroll time, SPEC §4)."""
+Presets carry both intervals as the SPEC table does (Dynamo paces its perf-model updates by
+the load interval even under throughput-only scaling); unroll keeps what the policy uses."""
 
 PLANNER_FPM_SAMPLING = _frozen(
     {

@@ -141,7 +141,7 @@ class SearchSpace(_Frozen):
     offload_batch_size: PositiveInt | None = None
     kv_transfer_bandwidth_gbps: PositiveFloat | None = None
     # Router
-    router_mode: _knob(RouterMode) = ["kv_router", "round_robin"]
+    router_mode: _knob(RouterMode) = ["round_robin"]
     overlap_score_credit: _knob(NonNegative) = [0.0, 0.5, 1.0]
     prefill_load_scale: _knob(NonNegative) = [0.0, 0.25, 0.5, 1.0, 2.0, 4.0]
     router_temperature: _knob(NonNegative) = [0.0, 0.2, 0.5, 1.0]
@@ -312,13 +312,6 @@ class Goal(_Frozen):
     @property
     def objectives(self) -> list[str]:
         return list(self.pareto_objectives) if self.target == "pareto" else [self.target]
-
-    @property
-    def planner_target(self) -> Literal["sla", "latency", "throughput"]:
-        """SPEC §2.3: the Planner's optimization target for this goal."""
-        if self.target in GOODPUT_TARGETS:
-            return "sla"
-        return "latency" if self.target == "e2e_latency" else "throughput"
 
 
 class Sweep(_Frozen):

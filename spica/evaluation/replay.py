@@ -3,25 +3,33 @@
 Time cap. Replay is one single-threaded Rust call that does not return to Python until it is
 done: a SIGALRM handler only runs after the call returns (measured: a 0.5 s alarm fired after
 9 s), ``max_sim_time_ms`` bounds simulated time, not wall time, and an abandoned thread would
-keep burning its core. So a capped replay runs in a child process that is killed at the cap.
-Children come from a ``forkserver`` that has already imported ``dynamo.replay``: a fork of that
-clean server (no Rust runtime threads yet, unlike the parent after its first replay) costs a few
-tens of ms instead of the ~1 s import a ``spawn`` child would pay. Uncapped calls
-(``timeout_s=None``) run in-process with no overhead. benchmarks/bench_evaluation.py measures both.
-The cap covers the whole call, including a cold timing-table build (which itself is not
-interruptible but takes ~1-3 s and runs at most once per shape).
+keep burning its core. So a capped replay (``timeout_s`` set) runs in a child process that is
+killed at the cap. Measured on 2 busy cores, a fresh child per replay added ~0.1 s to a tiny
+replay and ~0.2 s to a 1k-request one (fork, then the Rust runtime's first-replay warm-up in
+every child). So each process keeps one long-lived replay worker and sends it one call at a
+time; a capped replay then costs about what an in-process one does (benchmarks/bench_evaluation.py). The worker is started from a ``forkserver`` that has imported
+``dynamo.replay`` (~1-2 s once; ~50 ms per restart), and is killed and replaced only when a cap is
+hit or it dies. Like any spawn/forkserver child it re-imports the caller's main module, so
+scripts need the ``if __name__ == "__main__":`` guard; it must be started from a non-daemonic
+process (ProcessPoolExecutor workers are fine, multiprocessing.Pool workers are not).
+Uncapped calls (``timeout_s=None``) run in-process. The cap covers the whole call, including a
+cold timing-table build, which is not interruptible but takes ~1-3 s once per shape.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import threading
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from spica.evaluation.deployment import ReplayCall
-from spica.evaluation.timing import TimingMode, materialize_engine_args
+from spica.evaluation.timing import materialize_engine_args, mean_token_position
 
 Status = Literal["ok", "failed", "timeout", "no_samples"]
 ENGINE_ARG_KEYS = ("extra_engine_args", "prefill_engine_args", "decode_engine_args")
@@ -34,7 +42,7 @@ class ReplayOutcome:
 
     reason is a category: ``timing_model`` (AIS could not time this shape), ``invalid_input``
     (Replay rejected the deployment or workload), ``replay_error`` / ``replay_panic`` (Replay
-    raised / panicked), ``worker_crashed`` (the capped child died), ``time_cap`` and
+    raised / panicked), ``worker_crashed`` (the capped worker died), ``time_cap`` and
     ``no_completed_requests``. `summary` is Replay's summary (also kept for no_samples).
     """
 
@@ -52,26 +60,47 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
         return ReplayOutcome(status, time.perf_counter() - started, dict(summary or {}), reason, message)
 
     try:
-        kwargs = _with_timing(call.kwargs, call.timing)
+        token_position = _token_position(call) if call.timing == "table" else None
+    except (OSError, ValueError, KeyError) as exc:
+        return outcome("failed", reason="invalid_input", message=f"trace {call.args[0]}: {_one_line(exc)}")
+    try:
+        kwargs = _with_timing(call, token_position)
     except Exception as exc:  # AIS unavailable for this model/system/backend/shape
         return outcome("failed", reason="timing_model", message=_one_line(exc))
     if timeout_s is None:
         result = _execute(call.function, call.args, kwargs)
     else:
-        remaining = timeout_s - (time.perf_counter() - started)
-        result = _execute_in_child(call.function, call.args, kwargs, remaining)
+        result = _capped_worker.run(call.function, call.args, kwargs, timeout_s - (time.perf_counter() - started))
         if result is None:
             return outcome("timeout", reason="time_cap", message=f"replay exceeded the {timeout_s:g} s time cap")
     status, summary, reason, message = result
     return outcome(status, summary, reason, message)
 
 
-def _with_timing(kwargs: Mapping[str, Any], timing: TimingMode) -> dict[str, Any]:
-    resolved = dict(kwargs)
+def _with_timing(call: ReplayCall, token_position: int | None) -> dict[str, Any]:
+    resolved = dict(call.kwargs)
     for key in ENGINE_ARG_KEYS:
         if resolved.get(key) is not None:
-            resolved[key] = materialize_engine_args(resolved[key], timing)
+            resolved[key] = materialize_engine_args(resolved[key], call.timing, token_position)
     return resolved
+
+
+def _token_position(call: ReplayCall) -> int | None:
+    """The workload's mean prompt-token position, which prices the table's prefill entries."""
+    if call.function == "run_synthetic_trace_replay":
+        return mean_token_position([int(call.args[0])])
+    if call.kwargs.get("trace_format", "mooncake") != "mooncake":
+        return None
+    trace = Path(call.args[0])
+    stat = trace.stat()
+    return _mooncake_token_position(str(trace.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _mooncake_token_position(path: str, mtime_ns: int, size: int) -> int | None:
+    """Cached per file version: a search replays the same trace for every candidate."""
+    with open(path, encoding="utf-8") as rows:
+        return mean_token_position(json.loads(row)["input_length"] for row in rows if row.strip())
 
 
 _Result = tuple[Status, dict[str, Any], str | None, str | None]
@@ -101,42 +130,64 @@ def _execute(function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _R
     return "ok", summary, None, None
 
 
-def _execute_in_child(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout_s: float) -> _Result | None:
-    """`_execute` in a forkserver child; None when the cap is hit (the child is killed)."""
-    context = _forkserver()
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_child_main, args=(sender, function, args, kwargs), daemon=True)
-    child.start()
-    sender.close()
-    try:
-        if not receiver.poll(max(0.0, timeout_s)):
+class _CappedWorker:
+    """This process's long-lived replay child; replaced after a time cap or a crash."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: Any = None
+        self._connection: Connection | None = None
+
+    def run(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout_s: float) -> _Result | None:
+        """`_execute` in the worker; None when the cap is hit (the worker is then killed)."""
+        with self._lock:
+            connection = self._ensure_started()
+            try:
+                connection.send((function, args, kwargs))
+                if not connection.poll(max(0.0, timeout_s)):
+                    self._stop()
+                    return None
+                return connection.recv()
+            except (EOFError, OSError):
+                exit_code = self._stop()
+                return "failed", {}, "worker_crashed", f"replay worker died with exit code {exit_code}"
+
+    def _ensure_started(self) -> Connection:
+        if self._process is not None and self._process.is_alive() and self._connection is not None:
+            return self._connection
+        self._stop()
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["dynamo.replay", "dynamo.llm", __name__])
+        ours, theirs = context.Pipe()
+        self._process = context.Process(target=_serve, args=(theirs,), daemon=True, name="spica-replay")
+        self._process.start()
+        theirs.close()
+        self._connection = ours
+        return ours
+
+    def _stop(self) -> int | None:
+        if self._process is None:
             return None
-        return receiver.recv()
-    except EOFError:
-        child.join()
-        return "failed", {}, "worker_crashed", f"replay process died with exit code {child.exitcode}"
-    finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-        receiver.close()
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
+        if self._connection is not None:
+            self._connection.close()
+        exit_code = self._process.exitcode
+        self._process, self._connection = None, None
+        return exit_code
 
 
-def _child_main(sender: Connection, function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    sender.send(_execute(function, args, kwargs))
-    sender.close()
+def _serve(connection: Connection) -> None:
+    while True:
+        try:
+            function, args, kwargs = connection.recv()
+        except EOFError:
+            return
+        connection.send(_execute(function, args, kwargs))
 
 
-_context: Any = None
-
-
-def _forkserver() -> Any:
-    global _context
-    if _context is None:
-        _context = multiprocessing.get_context("forkserver")
-        # Only these modules: preloading __main__ (the default) would re-run an unguarded script.
-        _context.set_forkserver_preload(["dynamo.replay", "dynamo.llm", __name__])
-    return _context
+_capped_worker = _CappedWorker()
 
 
 def _one_line(exc: BaseException) -> str:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from spica.config import ConfigError, SmartSearchConfig
-from spica.space.branches import Branch, SpaceRequest, enumerate_branches, format_pool_table
+from spica.space.branches import Branch, SpaceRequest, enumerate_branches
+from spica.space.table import format_pool_table
+
+ROLES = ("agg", "prefill", "decode")
 
 
 def space_request(config: SmartSearchConfig) -> SpaceRequest:
@@ -16,8 +19,10 @@ def space_request(config: SmartSearchConfig) -> SpaceRequest:
         gpu_budget=space.gpu_budget,
         min_gpu_budget=space.min_gpu_budget,
         context_length=space.context_length,
-        block_size={role: getattr(space, f"{role}_block_size") for role in ("agg", "prefill", "decode")},
-        gpu_memory_utilization={role: getattr(space, f"{role}_gpu_memory_utilization") for role in ("agg", "prefill", "decode")},
+        **{f"{role}_block_size": getattr(space, f"{role}_block_size") for role in ROLES},
+        **{f"{role}_gpu_memory_utilization": getattr(space, f"{role}_gpu_memory_utilization") for role in ROLES},
+        # the memory model reserves activations for the largest batch the engine may run
+        **{f"{role}_max_num_batched_tokens": max(getattr(space, f"{role}_max_num_batched_tokens")) for role in ROLES},
         pinned_parallel_configs=tuple(space.parallel_configs),
         needs_kv_capacity=config.workload.kind == "kv_load_ratio",
     )
@@ -27,7 +32,7 @@ def branches_for(config: SmartSearchConfig) -> list[Branch]:
     """Enumerate; a model or system AI Configurator does not know is a config error."""
     try:
         return list(enumerate_branches(space_request(config)))
-    except LookupError as exc:
+    except ValueError as exc:
         raise ConfigError([str(exc)]) from None
 
 

@@ -89,8 +89,6 @@ def _with_kept_policies(config: SmartSearchConfig) -> SmartSearchConfig:
         )
     except ValueError as exc:
         raise ConfigError([f"search_space.planner_scaling_policy: {exc}"]) from None
-    if result.dropped:
-        log.info("planner policies dropped for goal %s: %s", goal.target, ", ".join(name for name, _ in result.dropped))
     kept_names = {name for name, _ in result.kept}
     entries = config.search_space.planner_scaling_policy
     kept_entries = [entry for (name, _), entry in zip(config.search_space.scaling_policies(), entries) if name in kept_names]
@@ -124,21 +122,24 @@ def _objectives(config: SmartSearchConfig) -> list[Objective]:
 def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> tuple[Study, bool]:
     config = plan.config
     has_backend = len(branch.backends) > 1
-    params: list[Param] = list(projection.feature_params(branch)) if len(branch.configs) > 1 else []
+    params = [Param(spec.name, spec.kind, spec.choices, spec.low, spec.high) for spec in projection.feature_params(branch)]
     if has_backend:
         params.append(Param("backend", "categorical", choices=tuple(branch.backends)))
     params += knob_params(knobs) + workload_params(config)
-    grid = _grid_points(branch, knobs, config) if config.sweep.algorithm == "grid" or _grid_size(branch, knobs) <= GRID_LIMIT else None
-    if config.sweep.algorithm == "grid":
-        return GridStudy(grid or []), has_backend
+    objectives = _objectives(config)
+    grid = config.sweep.algorithm == "grid"
+    points = _grid_points(branch, knobs, config, params) if grid or _grid_size(branch, knobs) <= GRID_LIMIT else None
+    if grid:
+        return GridStudy(points or [], objectives), has_backend
     study = VizierStudy(
-        f"spica-{plan.short_id}-{branch.mode}",
-        params or [Param("_single", "categorical", choices=("only",))],
-        _objectives(config),
+        f"spica-{branch.mode}",
+        params or [Param("pinned", "categorical", choices=("only",))],
+        objectives,
         seed=config.sweep.seed,
         storage_dir=storage,
+        fingerprint=plan.short_id,
         algorithm=config.sweep.designer,
-        candidates=grid,
+        candidates=points if params else None,
     )
     return study, has_backend
 
@@ -150,19 +151,20 @@ def _grid_size(branch: Branch, knobs: list[Knob]) -> int:
     return size
 
 
-def _grid_points(branch: Branch, knobs: list[Knob], config: SmartSearchConfig) -> list[dict[str, Any]]:
+def _grid_points(branch: Branch, knobs: list[Knob], config: SmartSearchConfig, params: list[Param]) -> list[dict[str, Any]]:
     """Every (config, backend, knob combination) as a point in the study's parameter space."""
+    names = {param.name for param in params}
     searched = [knob for knob in knobs if knob.searched]
     ratio = config.workload.kv_load_ratio
     ratios = [ratio[0] + (ratio[1] - ratio[0]) * step / 4 for step in range(5)] if isinstance(ratio, list) else [None]
     points = []
     for parallel in branch.configs:
-        base = projection.features(parallel) if len(branch.configs) > 1 else {}
+        shape = {name: value for name, value in projection.features(parallel).items() if name in names}
         for backend in parallel.backends:
             for combo in knob_grid(searched):
                 for level in ratios:
-                    point = {**base, **{name: value for name, value in combo.items()}}
-                    if len(branch.backends) > 1:
+                    point = {**shape, **combo}
+                    if "backend" in names:
                         point["backend"] = backend
                     if level is not None:
                         point["kv_load_ratio"] = level
@@ -183,7 +185,7 @@ def _suggestion_to_candidate(
         parallel = projection.project(branch, backend, params)
     knobs = knob_values(search.knobs, params)
     ratio = params.get("kv_load_ratio")
-    return unroll(plan.config, parallel, backend, knobs, winners, float(ratio) if ratio is not None else None)
+    return unroll(plan.config, parallel, branch.context_length, backend, knobs, winners, float(ratio) if ratio is not None else None)
 
 
 def run_smart_search(

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
 from spica.planner.config import unroll_planner_fields
+from spica.planner.policies import optimization_target
 from spica.search.dimensions import KV_ROUTER_KNOBS, OFFLOAD_ROUTER_KNOBS, ROLES
 from spica.space.branches import ParallelConfig
 
@@ -46,6 +47,7 @@ def derived_concurrency(config: SmartSearchConfig, unrolled: Mapping[str, Any], 
 def unroll(
     config: SmartSearchConfig,
     parallel: ParallelConfig,
+    context_length: int,
     backend: str,
     knobs: Mapping[str, Any],
     predictors: PredictorWinners,
@@ -55,8 +57,8 @@ def unroll(
     mode = parallel.mode
     out: dict[str, Any] = {"mode": mode, "backend": backend, "backend_version": parallel.backend_version(backend)}
     out.update({name: getattr(space, name) for name in PINNED_FIELDS})
-    out["context_length"] = parallel.context_length
-    out.update(parallel.unrolled_fields(backend))
+    out["context_length"] = context_length
+    out.update(parallel.unrolled(backend))
     for role in ROLES[mode]:
         out[f"{role}_max_num_batched_tokens"] = knobs[f"{role}_max_num_batched_tokens"]
         out[f"{role}_max_num_seqs"] = knobs[f"{role}_max_num_seqs"]
@@ -90,7 +92,7 @@ def _planner_fields(config: SmartSearchConfig, knobs: Mapping[str, Any], predict
         _resolved(space.load_sensitivities(), knobs["planner_load_sensitivity"]) if "planner_load_sensitivity" in knobs else {}
     )
     return unroll_planner_fields(
-        policy_name, policy, fpm, sensitivity, predictor_name, dict(predictor_fields), config.goal.planner_target
+        policy_name, policy, fpm, sensitivity, predictor_name, dict(predictor_fields), optimization_target(config.goal.target)
     )
 
 

@@ -131,13 +131,3 @@ def test_scalar_pins_a_list_knob():
     config = SmartSearchConfig.from_mapping(base(search_space={"backend": "sglang", "router_mode": "round_robin"}))
     assert config.search_space.backend == ["sglang"]
     assert config.search_space.router_mode == ["round_robin"]
-
-
-def test_goal_maps_to_planner_target():
-    def target(name, **sla):
-        return SmartSearchConfig.from_mapping(base(goal={"target": name, "sla": sla})).goal.planner_target
-
-    assert target("goodput", e2e_ms=1000) == "sla"
-    assert target("goodput_per_gpu", ttft_ms=1, itl_ms=1) == "sla"
-    assert target("e2e_latency") == "latency"
-    assert target("throughput_per_user") == "throughput"

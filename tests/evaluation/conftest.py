@@ -17,10 +17,6 @@ BACKEND_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14"}
 QWEN3_32B_KV_BYTES_PER_TOKEN = 64 * 2 * 8 * 128 * 2  # layers × (K,V) × kv heads × head dim × bf16
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "e2e: end-to-end test running the real Replay")
-
-
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     return Path(os.environ.get("SPICA_SHARED_DIR", Path(__file__).resolve().parents[2].parent / "shared"))

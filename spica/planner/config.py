@@ -1,0 +1,186 @@
+"""The Planner's side of a candidate: its unrolled planner fields and the Replay PlannerConfig.
+
+`unroll_planner_fields` writes exactly the planner keys of the unrolled candidate
+(.notes/UNROLLED.md, SPEC §4): a field is present only when the chosen policy reads it, so two
+trials that run the same Planner unroll identically. `planner_config` turns those keys into the
+dict `dynamo.replay.run_trace_replay(planner_config=...)` accepts, checked by Dynamo's own
+`PlannerConfig`, with every report, dashboard and port off so thousands of replays write no
+files and bind no sockets.
+
+Dynamo's planner package takes seconds to import; it is loaded on first use only.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Protocol
+
+from spica.config.presets import PREDICTOR_FAMILY_FIELDS
+
+if TYPE_CHECKING:
+    from dynamo.planner.config.planner_config import PlannerConfig
+
+FPM_KEYS = ("max_num_fpm_samples", "fpm_sample_bucket_size")
+SENSITIVITY_KEYS = ("load_scaling_down_sensitivity", "load_min_observations")
+THROUGHPUT_INTERVAL = "throughput_adjustment_interval_seconds"
+LOAD_INTERVAL = "load_adjustment_interval_seconds"
+PREDICTOR_KEYS = ("load_predictor",) + tuple(sorted({key for keys in PREDICTOR_FAMILY_FIELDS.values() for key in keys}))
+PASSED_THROUGH = FPM_KEYS + SENSITIVITY_KEYS + (THROUGHPUT_INTERVAL, LOAD_INTERVAL) + PREDICTOR_KEYS
+"""Unrolled keys that are PlannerConfig fields under the same name."""
+
+SEARCH_SAFE = {
+    "report_interval_hours": None,
+    "live_dashboard_port": 0,
+    "control_api_port": 0,
+    "metric_reporting_prometheus_port": 0,
+}
+"""No HTML reports, dashboard, control API or metrics port: a search runs many Planners at once."""
+
+_PLANNER_CONFIG_LOGGER = "dynamo.planner.config.planner_config"
+
+
+class PlannerConfigError(ValueError):
+    """Dynamo's PlannerConfig rejected a candidate's planner settings (one-line message)."""
+
+
+class SlaLike(Protocol):
+    @property
+    def ttft_ms(self) -> float | None: ...
+    @property
+    def itl_ms(self) -> float | None: ...
+
+
+@contextmanager
+def _quiet_config_advice() -> Iterator[None]:
+    """PlannerConfig logs deployment advice (perf-model bootstrap hints) on every validation; a
+    search validates thousands of configs whose bootstrap Replay handles, so mute it meanwhile."""
+    logger = logging.getLogger(_PLANNER_CONFIG_LOGGER)
+    previous = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+def validated_planner_config(payload: Mapping[str, Any]) -> "PlannerConfig":
+    """Dynamo's PlannerConfig for `payload`; its validation errors as one PlannerConfigError line."""
+    from dynamo.planner.config.planner_config import PlannerConfig
+    from pydantic import ValidationError
+
+    try:
+        with _quiet_config_advice():
+            return PlannerConfig.model_validate(dict(payload))
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"]) or "planner config"
+            problems.append(f"{where}: {' '.join(str(error['msg']).split())}")
+        raise PlannerConfigError("; ".join(problems)) from None
+
+
+def complete_predictor_fields(fields: Mapping[str, Any], name: str | None = None) -> dict[str, Any]:
+    """`load_predictor` and exactly its family's fields; unset ones take Dynamo's defaults (SPEC §2.1)."""
+    family = fields.get("load_predictor")
+    if family not in PREDICTOR_FAMILY_FIELDS:
+        where = f"load_predictor_candidates[{name}]" if name else "load_predictor_candidates"
+        raise ValueError(f"{where}.load_predictor: {family!r} is not one of {', '.join(PREDICTOR_FAMILY_FIELDS)}")
+    from dynamo.planner.config.planner_config import PlannerConfig
+
+    defaults = PlannerConfig.model_fields
+    return {"load_predictor": family, **{key: fields.get(key, defaults[key].default) for key in PREDICTOR_FAMILY_FIELDS[family]}}
+
+
+def _pick(fields: Mapping[str, Any], keys: tuple[str, ...], knob: str, policy_name: str) -> dict[str, Any]:
+    missing = [key for key in keys if key not in fields]
+    if missing:
+        raise ValueError(f"{knob}: missing {', '.join(missing)} needed by planner_scaling_policy {policy_name}")
+    return {key: fields[key] for key in keys}
+
+
+def unroll_planner_fields(
+    policy_name: str,
+    policy_fields: Mapping[str, Any],
+    fpm_fields: Mapping[str, Any],
+    sensitivity_fields: Mapping[str, Any],
+    predictor_name: str | None,
+    predictor_fields: Mapping[str, Any],
+    optimization_target: str,
+) -> dict[str, Any]:
+    """The planner keys of one unrolled candidate: flags and target always; the rest per policy.
+
+    Either scaling on ⇒ fpm sampling; throughput scaling ⇒ its interval and the winning
+    predictor's family fields; load scaling ⇒ its interval and the sensitivity fields.
+    """
+    throughput = bool(policy_fields.get("enable_throughput_scaling", False))
+    load = bool(policy_fields.get("enable_load_scaling", False))
+    out: dict[str, Any] = {
+        "planner_scaling_policy": policy_name,
+        "enable_throughput_scaling": throughput,
+        "enable_load_scaling": load,
+        "planner_optimization_target": optimization_target,
+    }
+    if throughput or load:
+        out.update(_pick(fpm_fields, FPM_KEYS, "planner_fpm_sampling", policy_name))
+    if throughput:
+        out.update(_pick(policy_fields, (THROUGHPUT_INTERVAL,), "planner_scaling_policy", policy_name))
+        if not predictor_fields:
+            raise ValueError(
+                f"planner_scaling_policy {policy_name}: no load predictor chosen for its "
+                f"{policy_fields[THROUGHPUT_INTERVAL]} s throughput interval"
+            )
+        out.update(complete_predictor_fields(predictor_fields, predictor_name))
+    if load:
+        out.update(_pick(policy_fields, (LOAD_INTERVAL,), "planner_scaling_policy", policy_name))
+        out.update(_pick(sensitivity_fields, SENSITIVITY_KEYS, "planner_load_sensitivity", policy_name))
+    return out
+
+
+def _gpus_per_worker(unrolled: Mapping[str, Any], prefix: str) -> int:
+    return int(unrolled[f"{prefix}tp"]) * int(unrolled.get(f"{prefix}pp", 1)) * int(unrolled.get(f"{prefix}attention_dp", 1))
+
+
+def planner_config(unrolled: Mapping[str, Any], sla: SlaLike | None = None) -> dict[str, Any] | None:
+    """Replay's `planner_config=` dict for an unrolled candidate; None when both scalings are off.
+
+    Mode, backend and model come from the candidate; GPU bounds are the search's budget (the
+    Planner may grow up to `gpu_budget`); per-worker GPU counts let it price a replica. Under the
+    "sla" target the goal's TTFT/ITL become the Planner's targets.
+    """
+    throughput = bool(unrolled.get("enable_throughput_scaling", False))
+    load = bool(unrolled.get("enable_load_scaling", False))
+    if not (throughput or load):
+        return None
+    target = unrolled["planner_optimization_target"]
+    if throughput and target != "sla":
+        raise PlannerConfigError(
+            f"planner_scaling_policy {unrolled.get('planner_scaling_policy')}: throughput scaling needs "
+            f"planner target 'sla' (a goodput goal), got {target!r}"
+        )
+    mode = unrolled["mode"]
+    payload: dict[str, Any] = {
+        "mode": mode,
+        "backend": unrolled["backend"],
+        "model_name": unrolled["model_name"],
+        "optimization_target": target,
+        "enable_throughput_scaling": throughput,
+        "enable_load_scaling": load,
+        **{key: unrolled[key] for key in PASSED_THROUGH if key in unrolled},
+        "max_gpu_budget": int(unrolled["gpu_budget"]),
+        "min_gpu_budget": int(unrolled["min_gpu_budget"]),
+        "min_endpoint": int(unrolled["min_endpoint"]),
+        **SEARCH_SAFE,
+    }
+    if mode == "agg":
+        payload["decode_engine_num_gpu"] = _gpus_per_worker(unrolled, "")
+    else:
+        payload["prefill_engine_num_gpu"] = _gpus_per_worker(unrolled, "prefill_")
+        payload["decode_engine_num_gpu"] = _gpus_per_worker(unrolled, "decode_")
+    if target == "sla":
+        if sla is None or sla.ttft_ms is None or sla.itl_ms is None:
+            raise PlannerConfigError("planner target 'sla' needs goal.sla.ttft_ms and goal.sla.itl_ms")
+        payload["ttft_ms"] = float(sla.ttft_ms)
+        payload["itl_ms"] = float(sla.itl_ms)
+    validated_planner_config(payload)
+    return payload

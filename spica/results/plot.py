@@ -1,0 +1,163 @@
+"""The results picture: score vs GPUs for a scalar goal, or the two first objectives for a front.
+
+Drawn on a bare `Figure` (Agg canvas), so it never touches pyplot's global state or a display.
+Candidates that could not be scored stay visible: as grey crosses under the data (scalar) or
+counted in the legend (Pareto), so a plot of mostly failures does not look like a good search.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+from matplotlib import colormaps
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from spica.evaluation.score import MINIMIZED, pareto_front, signed_score
+from spica.results.ledger import Candidate
+from spica.results.table import UNITS
+
+FIGSIZE = (10, 6.5)
+DPI = 120
+MARKED = 9  # selected candidates annotated by rank; more would bury the points
+
+Coordinate = Callable[[Candidate], float]
+
+
+def _axis_label(objective: str) -> str:
+    name = objective.replace("_per_", " per ").replace("_", " ").replace("gpu", "GPU").replace("e2e", "E2E")
+    better = "lower is better" if objective in MINIMIZED else "higher is better"
+    return f"{name} ({UNITS.get(objective, '?')}) — {better}"
+
+
+def _group(candidate: Candidate) -> str:
+    return f"{candidate.unrolled.get('mode')} {candidate.unrolled.get('backend')}"
+
+
+def _statuses(candidates: Sequence[Candidate]) -> str:
+    return " / ".join(sorted({c.status for c in candidates}))
+
+
+def _plottable(candidate: Candidate, objectives: Sequence[str]) -> bool:
+    return candidate.feasible and all(name in candidate.objectives for name in objectives)
+
+
+def _scatter_groups(axes: Axes, points: Sequence[Candidate], x_of: Coordinate, y_of: Coordinate) -> None:
+    """One colour per mode/backend pair, so agg vs disagg and backends read at a glance."""
+    palette = colormaps["tab10"]
+    for index, group in enumerate(sorted({_group(c) for c in points})):
+        members = [c for c in points if _group(c) == group]
+        axes.scatter([x_of(c) for c in members], [y_of(c) for c in members], s=36, alpha=0.8,
+                     color=palette(index % 10), label=f"{group} ({len(members)})", zorder=2)
+
+
+def _mark_selected(axes: Axes, selected: Sequence[Candidate], plotted: Sequence[str], x_of: Coordinate, y_of: Coordinate) -> None:
+    """Ring and rank the selection (ranks as in the table, even if one of them cannot be drawn)."""
+    shown = [(rank, c) for rank, c in enumerate(selected[:MARKED], 1) if _plottable(c, plotted)]
+    if not shown:
+        return
+    axes.scatter([x_of(c) for _, c in shown], [y_of(c) for _, c in shown], s=190, facecolors="none",
+                 edgecolors="black", linewidths=1.6, label=f"selected ({len(selected)})", zorder=3)
+    ranks_at: dict[tuple[float, float], list[str]] = {}
+    for rank, c in shown:  # equal points share one label instead of overprinting
+        ranks_at.setdefault((x_of(c), y_of(c)), []).append(f"#{rank}")
+    for index, (point, ranks) in enumerate(ranks_at.items()):  # alternate above / below: neighbours stay legible
+        offset = (7, 7) if index % 2 == 0 else (7, -16)
+        axes.annotate(" ".join(ranks), point, xytext=offset, textcoords="offset points", fontsize=9, fontweight="bold", zorder=4)
+
+
+def _selection_legend(figure: Figure, selected: Sequence[Candidate], objectives: Sequence[str]) -> None:
+    """The selection spelled out under the axes: rank, deployment, GPUs, objective values."""
+    lines = []
+    for rank, c in enumerate(list(selected)[:MARKED], 1):
+        values = ", ".join(f"{name}={c.objectives[name]:,.1f}" for name in objectives if name in c.objectives)
+        lines.append(f"#{rank}  {c.label()}  ({c.used_gpus} GPUs)  {values}")
+    if lines:
+        figure.text(0.01, 0.01, "\n".join(lines), fontsize=7.5, family="monospace", va="bottom")
+        figure.subplots_adjust(bottom=0.1 + 0.026 * len(lines))
+
+
+def _scalar(axes: Axes, scored: list[Candidate], unscored: list[Candidate], objective: str, selected: Sequence[Candidate]) -> None:
+    def score(c: Candidate) -> float:
+        return c.objectives[objective]
+
+    values = [score(c) for c in scored]
+    low, high = min(values), max(values)
+    floor = low - 0.08 * ((high - low) or abs(low) or 1.0)  # the failure strip, under every score
+    _scatter_groups(axes, scored, lambda c: c.used_gpus, score)
+    if unscored:
+        axes.scatter([c.used_gpus for c in unscored], [floor] * len(unscored), marker="x", color="0.6", s=30,
+                     label=f"{_statuses(unscored)} ({len(unscored)})", zorder=1)
+    _mark_selected(axes, selected, [objective], lambda c: c.used_gpus, score)
+    axes.set_xlabel("GPUs used")
+    axes.set_ylabel(_axis_label(objective))
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _pareto(axes: Axes, scored: list[Candidate], unscored: list[Candidate], objectives: Sequence[str], selected: Sequence[Candidate]) -> None:
+    x_name, y_name = objectives[0], objectives[1]
+
+    def x_of(c: Candidate) -> float:
+        return c.objectives[x_name]
+
+    def y_of(c: Candidate) -> float:
+        return c.objectives[y_name]
+
+    _scatter_groups(axes, scored, x_of, y_of)
+    front = sorted(pareto_front(scored, lambda c: [signed_score(x_name, c.objectives), signed_score(y_name, c.objectives)]), key=x_of)
+    axes.plot([x_of(c) for c in front], [y_of(c) for c in front], color="black", linewidth=1.2, linestyle="--",
+              marker="D", markersize=4, label=f"front ({len(front)})", zorder=2)
+    if unscored:
+        axes.plot([], [], linestyle="none", marker="x", color="0.6", label=f"{_statuses(unscored)}, not shown ({len(unscored)})")
+    _mark_selected(axes, selected, objectives, x_of, y_of)
+    axes.set_xlabel(_axis_label(x_name))
+    axes.set_ylabel(_axis_label(y_name))
+
+
+def _nothing_to_plot(axes: Axes, candidates: Sequence[Candidate]) -> None:
+    statuses: dict[str, int] = {}
+    for c in candidates:
+        statuses[c.status] = statuses.get(c.status, 0) + 1
+    tally = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())) or "no candidate evaluated"
+    axes.text(0.5, 0.55, "no feasible candidate", ha="center", va="center", fontsize=20, transform=axes.transAxes)
+    axes.text(0.5, 0.42, tally, ha="center", va="center", fontsize=11, color="0.4", transform=axes.transAxes)
+    axes.set_axis_off()
+
+
+def results_figure(
+    candidates: Sequence[Candidate], *, objectives: Sequence[str], selected: Sequence[Candidate], pareto: bool, title: str
+) -> Figure:
+    """The results figure: score vs used GPUs, or the Pareto front of the two first objectives."""
+    if not objectives:
+        raise ValueError("objectives: give at least the one objective to plot")
+    if pareto and len(objectives) < 2:
+        raise ValueError(f"objectives: a Pareto plot needs two objectives (got {list(objectives)})")
+    plotted = list(objectives[:2] if pareto else objectives[:1])
+    figure = Figure(figsize=FIGSIZE, dpi=DPI)
+    axes = figure.add_subplot()
+    axes.set_title(title, fontsize=12)
+    scored = [c for c in candidates if _plottable(c, plotted)]
+    unscored = [c for c in candidates if not _plottable(c, plotted)]
+    if not scored:
+        _nothing_to_plot(axes, candidates)
+        return figure
+    if pareto:
+        _pareto(axes, scored, unscored, plotted, selected)
+    else:
+        _scalar(axes, scored, unscored, plotted[0], selected)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8, loc="best", framealpha=0.85)
+    _selection_legend(figure, selected, plotted)
+    return figure
+
+
+def plot_results(
+    path: Path, candidates: list[Candidate], *, objectives: list[str], selected: list[Candidate], pareto: bool, title: str
+) -> Path:
+    """Write `results_figure` as a PNG to `path` (parent folders created)."""
+    figure = results_figure(candidates, objectives=objectives, selected=selected, pareto=pareto, title=title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png")
+    return path

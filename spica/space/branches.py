@@ -1,0 +1,602 @@
+"""Branches of the search: one per deployment mode, each a pool of KV-feasible parallel configs.
+
+A config is a worker shape and replica count per role (agg, or prefill + decode) within the
+GPU budget, tagged with the backends on which it is legal and with each backend's KV capacity
+per role. The pool is the union over backends; the study picks a backend, and projection only
+returns configs tagged with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, TypeVar
+
+from spica.space import capacity
+from spica.space.shapes import (
+    BACKENDS,
+    GPUS_PER_WORKER,
+    ModelInfo,
+    WorkerShape,
+    broken_rules,
+    enumerate_shapes,
+    load_model_info,
+    parse_shape,
+)
+
+logger = logging.getLogger("spica.space")
+T = TypeVar("T")
+
+ROLES: Mapping[str, tuple[str, ...]] = {"agg": ("agg",), "disagg": ("prefill", "decode")}
+
+
+@contextlib.contextmanager
+def bulk_allocation() -> Iterator[None]:
+    """Pause the cyclic GC while building ~10^5 acyclic configs.
+
+    With AI Configurator loaded (~5·10^5 tracked objects) every full collection triggered by
+    the allocations rescans them all: pausing halves the enumeration time.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class NoViableParallelConfig(ValueError):
+    """No deployment mode has a backend with a KV-feasible config within the GPU budget."""
+
+
+class InvalidPinnedParallelConfig(ValueError):
+    """A pinned parallel config is legal for none of the requested backends."""
+
+
+@dataclass(frozen=True)
+class SpaceRequest:
+    """Plain inputs of the enumeration (decoupled from the pydantic config).
+
+    `*_max_num_batched_tokens` sizes the activation memory AIC reserves before KV; pass the
+    largest value the search may pick for that role so the capacity is never overstated.
+    """
+
+    model_name: str
+    hardware_sku: str
+    backends: tuple[str, ...] = ("vllm",)
+    modes: tuple[str, ...] = ("agg", "disagg")
+    gpu_budget: int = 32
+    min_gpu_budget: int = 1
+    context_length: int | None = None
+    agg_block_size: int = 64
+    prefill_block_size: int = 64
+    decode_block_size: int = 64
+    agg_gpu_memory_utilization: float = 0.9
+    prefill_gpu_memory_utilization: float = 0.9
+    decode_gpu_memory_utilization: float = 0.9
+    agg_max_num_batched_tokens: int = 32768
+    prefill_max_num_batched_tokens: int = 32768
+    decode_max_num_batched_tokens: int = 8192
+    pinned_parallel_configs: tuple[Mapping[str, Any], ...] = ()
+    needs_kv_capacity: bool = False
+
+    def __post_init__(self) -> None:
+        _check_choices("backend", self.backends, BACKENDS)
+        _check_choices("deployment_mode", self.modes, tuple(ROLES))
+        if not 0 < self.min_gpu_budget <= self.gpu_budget:
+            raise ValueError(
+                f"gpu budget: need 0 < min_gpu_budget <= gpu_budget, got {self.min_gpu_budget} and {self.gpu_budget}"
+            )
+        if self.context_length is not None and self.context_length < 1:
+            raise ValueError(f"context_length: must be a positive integer, got {self.context_length}")
+        for role in ("agg", "prefill", "decode"):
+            if getattr(self, f"{role}_block_size") < 1:
+                raise ValueError(f"{role}_block_size: must be a positive integer")
+            if getattr(self, f"{role}_max_num_batched_tokens") < 1:
+                raise ValueError(f"{role}_max_num_batched_tokens: must be a positive integer")
+            if not 0 < getattr(self, f"{role}_gpu_memory_utilization") <= 1:
+                raise ValueError(f"{role}_gpu_memory_utilization: must be in (0, 1]")
+        if self.pinned_parallel_configs and len(self.modes) != 1:
+            raise ValueError(
+                f"parallel_configs: pinning needs exactly one deployment_mode, got {list(self.modes)}"
+            )
+
+    def block_size(self, role: str) -> int:
+        return int(getattr(self, f"{role}_block_size"))
+
+    def memory_settings(self, role: str) -> capacity.MemorySettings:
+        return capacity.MemorySettings(
+            gpu_memory_utilization=float(getattr(self, f"{role}_gpu_memory_utilization")),
+            max_num_batched_tokens=int(getattr(self, f"{role}_max_num_batched_tokens")),
+        )
+
+
+def _check_choices(name: str, values: tuple[str, ...], allowed: tuple[str, ...]) -> None:
+    if not values:
+        raise ValueError(f"{name}: needs at least one value (allowed: {', '.join(allowed)})")
+    for value in values:
+        if value not in allowed:
+            raise ValueError(f"{name}: unknown value {value!r} (allowed: {', '.join(allowed)})")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name}: duplicate values in {list(values)}")
+
+
+@dataclass(frozen=True)
+class ShapeAssessment:
+    """One shape as one backend sees it for one role: its KV capacity and, if excluded, why."""
+
+    backend: str
+    role: str
+    shape: WorkerShape
+    rank_kv_tokens: int | None  # None: not asked (illegal shape) or no memory model
+    kv_tokens: int | None  # the engine's pool: rank_kv_tokens × attention_dp
+    num_gpu_blocks: int | None  # kv_tokens // block_size, what Replay gets as num_gpu_blocks
+    exclusions: tuple[str, ...] = ()  # "code: detail"; code = a rule name, over_budget,
+    # no_kv_room or kv_below_context
+
+    @property
+    def viable(self) -> bool:
+        return not self.exclusions
+
+    @property
+    def excluded_by(self) -> str:
+        return "; ".join(self.exclusions)
+
+    @property
+    def exclusion_codes(self) -> tuple[str, ...]:
+        return tuple(part.split(":", 1)[0] for part in self.exclusions)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class RolePool:
+    role: str
+    shape: WorkerShape
+    replicas: int
+
+    @property
+    def gpus(self) -> int:
+        return self.shape.gpus * self.replicas
+
+
+@dataclass(frozen=True, slots=True)
+class RoleCapacity:
+    kv_tokens: int
+    num_gpu_blocks: int
+
+
+@dataclass(frozen=True, slots=True)
+class BackendFit:
+    """A backend on which a config is legal, with KV capacity per pool (None: no memory model)."""
+
+    backend: str
+    backend_version: str
+    capacities: tuple[RoleCapacity | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelConfig:
+    """A candidate deployment layout: a pool (shape × replicas) per role within the budget."""
+
+    mode: str
+    pools: tuple[RolePool, ...]
+    fits: tuple[BackendFit, ...]
+    gpu_budget: int
+
+    @property
+    def used_gpus(self) -> int:
+        return sum(pool.gpus for pool in self.pools)
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        return tuple(fit.backend for fit in self.fits)
+
+    def supports(self, backend: str) -> bool:
+        return any(fit.backend == backend for fit in self.fits)
+
+    def pool(self, role: str) -> RolePool:
+        return next(pool for pool in self.pools if pool.role == role)
+
+    def fit(self, backend: str) -> BackendFit:
+        for candidate in self.fits:
+            if candidate.backend == backend:
+                return candidate
+        raise ValueError(f"backend {backend!r} is not legal for {self.to_dict()} (legal: {list(self.backends)})")
+
+    def backend_version(self, backend: str) -> str:
+        return self.fit(backend).backend_version
+
+    def role_capacity(self, backend: str, role: str) -> RoleCapacity | None:
+        fit = self.fit(backend)
+        return next(cap for pool, cap in zip(self.pools, fit.capacities) if pool.role == role)
+
+    def kv_tokens(self, backend: str, role: str) -> int | None:
+        cap = self.role_capacity(backend, role)
+        return None if cap is None else cap.kv_tokens
+
+    def num_gpu_blocks(self, backend: str, role: str) -> int | None:
+        cap = self.role_capacity(backend, role)
+        return None if cap is None else cap.num_gpu_blocks
+
+    def to_dict(self) -> dict[str, Any]:
+        """The published parallel_configs form (every key explicit)."""
+        if self.mode == "agg":
+            return _pool_dict(self.pools[0])
+        return {pool.role: _pool_dict(pool) for pool in self.pools}
+
+    def unrolled(self, backend: str) -> dict[str, Any]:
+        """Flat shape fields for one backend (UNROLLED.md); KV fields absent when unknown."""
+        fit = self.fit(backend)
+        out: dict[str, Any] = {
+            "mode": self.mode,
+            "backend": backend,
+            "backend_version": fit.backend_version,
+            "used_gpus": self.used_gpus,
+        }
+        for pool, cap in zip(self.pools, fit.capacities):
+            prefix = "" if self.mode == "agg" else f"{pool.role}_"
+            out.update({f"{prefix}{key}": value for key, value in pool.shape.to_dict().items()})
+            out[f"{prefix}strategy"] = pool.shape.strategy
+            out[f"{prefix}replicas"] = pool.replicas
+            if cap is not None:
+                out[f"{pool.role}_kv_tokens"] = cap.kv_tokens
+                out[f"{pool.role}_num_gpu_blocks"] = cap.num_gpu_blocks
+        return out
+
+
+def _pool_dict(pool: RolePool) -> dict[str, int]:
+    return {**pool.shape.to_dict(), "replicas": pool.replicas}
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One deployment mode's pool, the backends that serve it, and why others were dropped."""
+
+    mode: str
+    model: ModelInfo
+    hardware_sku: str
+    context_length: int
+    gpu_budget: int
+    min_gpu_budget: int
+    backends: tuple[str, ...]
+    configs: tuple[ParallelConfig, ...]
+    assessments: tuple[ShapeAssessment, ...]
+    dropped: tuple[tuple[str, str], ...]
+    pinned: bool
+    kv_known: bool
+    _memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def memoised(self, key: Any, compute: Callable[[], T]) -> T:
+        """Derived data computed once per branch (a pool can hold ~10^5 configs)."""
+        if key not in self._memo:
+            with bulk_allocation():
+                self._memo[key] = compute()
+        return self._memo[key]
+
+    def configs_for(self, backend: str) -> tuple[ParallelConfig, ...]:
+        """The configs legal on `backend`, in branch order (fewest GPUs first)."""
+        return self.memoised(
+            ("configs_for", backend), lambda: tuple(c for c in self.configs if c.supports(backend))
+        )
+
+    def backend_version(self, backend: str) -> str:
+        return next(c.backend_version(backend) for c in self.configs_for(backend))
+
+
+def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
+    """All viable branches for `request`; warns per dropped backend / skipped mode.
+
+    Raises KvCapacityUnavailable (kv_load_ratio without a memory model) before any work,
+    InvalidPinnedParallelConfig for a pin legal on no backend, NoViableParallelConfig when
+    no mode survives.
+    """
+    if request.needs_kv_capacity:
+        capacity.require_memory_model()
+    model = load_model_info(request.model_name)
+    pins = [_parse_pin(entry, index, request.modes[0]) for index, entry in enumerate(request.pinned_parallel_configs)]
+    enumerator = _Enumerator(request, model, capacity.memory_model_available())
+    branches: list[Branch] = []
+    skipped: list[str] = []
+    for mode in request.modes:
+        with bulk_allocation():
+            branch = enumerator.branch(mode, pins)
+        if branch.configs:
+            branches.append(branch)
+            continue
+        reasons = "; ".join(f"{backend}: {reason}" for backend, reason in branch.dropped)
+        logger.warning("mode %s skipped: no backend has a viable parallel config (%s)", mode, reasons)
+        skipped.append(f"{mode}: {reasons}")
+    if not branches:
+        raise NoViableParallelConfig(
+            f"no viable parallel config for {model.name} on {request.hardware_sku} within gpu budget "
+            f"[{request.min_gpu_budget}, {request.gpu_budget}] at context_length {enumerator.context}: "
+            + " | ".join(skipped)
+        )
+    return tuple(branches)
+
+
+def _parse_pin(entry: Mapping[str, Any], index: int, mode: str) -> tuple[RolePool, ...]:
+    where = f"parallel_configs[{index}]"
+    if mode == "agg":
+        shape = parse_shape(entry, where, extra_keys=("replicas",))
+        return (RolePool("agg", shape, int(entry.get("replicas", 1))),)
+    if set(entry) != {"prefill", "decode"}:
+        raise ValueError(f"{where}: a disagg pin needs exactly the keys prefill and decode, got {sorted(entry)}")
+    pools = []
+    for role in ROLES["disagg"]:
+        role_entry = entry[role]
+        if not isinstance(role_entry, Mapping):
+            raise ValueError(f"{where}.{role}: must be a mapping of {{tp, pp, attention_dp, moe_tp, moe_ep, replicas}}")
+        shape = parse_shape(role_entry, f"{where}.{role}", extra_keys=("replicas",))
+        pools.append(RolePool(role, shape, int(role_entry.get("replicas", 1))))
+    return tuple(pools)
+
+
+def _replica_counts(gpus: list[int], low: int, high: int) -> Iterator[tuple[int, ...]]:
+    """Replica counts (>= 1 per role) for workers of `gpus` GPUs whose total lies in [low, high]."""
+    first, rest = gpus[0], gpus[1:]
+    if not rest:
+        yield from ((count,) for count in range(max(1, -(-low // first)), high // first + 1))
+        return
+    for count in range(1, (high - sum(rest)) // first + 1):
+        used = first * count
+        for tail in _replica_counts(rest, low - used, high - used):
+            yield (count, *tail)
+
+
+class _PoolTable:
+    """Interns RolePools as small ints so ~10^5 configs are keyed and sorted cheaply."""
+
+    def __init__(self) -> None:
+        self.pools: list[RolePool] = []
+        self.sort_keys: list[tuple[str | int, ...]] = []
+        self.gpus: list[int] = []
+        self._ids: dict[RolePool, int] = {}
+
+    def ids(self, role: str, shape: WorkerShape, max_replicas: int) -> list[int]:
+        """Ids of (role, shape, r) for r = 0..max_replicas (index 0 unused)."""
+        return [0] + [self.id(RolePool(role, shape, replicas)) for replicas in range(1, max_replicas + 1)]
+
+    def canonical_ranks(self) -> list[int]:
+        """Rank of each id in (role, shape, replicas) order: a tie-break independent of the
+        order in which backends interned the pools."""
+        ranks = [0] * len(self.pools)
+        for rank, index in enumerate(sorted(range(len(self.pools)), key=self.sort_keys.__getitem__)):
+            ranks[index] = rank
+        return ranks
+
+    def id(self, pool: RolePool) -> int:
+        found = self._ids.get(pool)
+        if found is None:
+            found = self._ids[pool] = len(self.pools)
+            self.pools.append(pool)
+            self.sort_keys.append((pool.role, *pool.shape.to_dict().values(), pool.replicas))
+            self.gpus.append(pool.gpus)
+        return found
+
+
+class _Enumerator:
+    """Per-request state: model, context, and the per-(backend, role) shape assessments."""
+
+    def __init__(self, request: SpaceRequest, model: ModelInfo, kv_known: bool) -> None:
+        self.request = request
+        self.model = model
+        self.kv_known = kv_known
+        self.context = request.context_length or model.max_context
+        self._assessed: dict[tuple[str, str, tuple[WorkerShape, ...]], tuple[ShapeAssessment, ...]] = {}
+
+    def branch(self, mode: str, pins: list[tuple[RolePool, ...]]) -> Branch:
+        request = self.request
+        roles = ROLES[mode]
+        table = _PoolTable()
+        merged: dict[tuple[int, ...], list[BackendFit]] = {}
+        assessments: list[ShapeAssessment] = []
+        dropped: list[tuple[str, str]] = []
+        pin_reasons: list[dict[str, str]] = [{} for _ in pins]  # per pin: backend -> why not
+        for backend in request.backends:
+            version = capacity.perf_data_version(request.hardware_sku, backend)
+            if version is None:
+                reason = f"no AI Configurator {capacity.aic_version()} perf data for {request.hardware_sku}"
+                self._drop(dropped, backend, mode, reason)
+                for reasons in pin_reasons:
+                    reasons[backend] = reason
+                continue
+            if pins:
+                shapes = {role: tuple(sorted({pin[i].shape for pin in pins})) for i, role in enumerate(roles)}
+            else:
+                candidates = enumerate_shapes(self.model, min(max(GPUS_PER_WORKER), request.gpu_budget))
+                shapes = {role: candidates for role in roles}
+            tables = {role: self._assess(backend, version, role, shapes[role]) for role in roles}
+            for role_table in tables.values():
+                assessments.extend(role_table)
+            viable = {role: {a.shape: a for a in role_table if a.viable} for role, role_table in tables.items()}
+            if pins:
+                found = self._pinned(pins, viable, tables, backend, version, table, pin_reasons)
+            else:
+                found = self._enumerated(roles, viable, backend, version, table)
+            count = 0
+            for key, fit in found:
+                merged.setdefault(key, []).append(fit)
+                count += 1
+            if count == 0 and pins:
+                why = " | ".join(f"parallel_configs[{i}]: {r[backend]}" for i, r in enumerate(pin_reasons))
+                self._drop(dropped, backend, mode, f"no pinned config is legal ({why})")
+            elif count == 0:
+                self._drop(dropped, backend, mode, self._why_empty(roles, tables, viable))
+        if pins:
+            self._reject_unusable_pins(pins, table, merged, pin_reasons)
+        rank = table.canonical_ranks()
+        keys = sorted(merged, key=lambda key: (sum(map(table.gpus.__getitem__, key)), *map(rank.__getitem__, key)))
+        configs = tuple(
+            ParallelConfig(mode, tuple(map(table.pools.__getitem__, key)), tuple(merged[key]), request.gpu_budget)
+            for key in keys
+        )
+        served = {fit.backend for fits in merged.values() for fit in fits}
+        return Branch(
+            mode=mode,
+            model=self.model,
+            hardware_sku=request.hardware_sku,
+            context_length=self.context,
+            gpu_budget=request.gpu_budget,
+            min_gpu_budget=request.min_gpu_budget,
+            backends=tuple(b for b in request.backends if b in served),
+            configs=configs,
+            assessments=tuple(assessments),
+            dropped=tuple(dropped),
+            pinned=bool(pins),
+            kv_known=self.kv_known,
+        )
+
+    @staticmethod
+    def _drop(dropped: list[tuple[str, str]], backend: str, mode: str, reason: str) -> None:
+        logger.warning("backend %s dropped from %s: %s", backend, mode, reason)
+        dropped.append((backend, reason))
+
+    def _assess(
+        self, backend: str, version: str, role: str, shapes: tuple[WorkerShape, ...]
+    ) -> tuple[ShapeAssessment, ...]:
+        key = (backend, role, shapes)
+        if key not in self._assessed:
+            self._assessed[key] = tuple(self._assess_uncached(backend, version, role, shapes))
+        return self._assessed[key]
+
+    def _assess_uncached(
+        self, backend: str, version: str, role: str, shapes: tuple[WorkerShape, ...]
+    ) -> Iterator[ShapeAssessment]:
+        request = self.request
+        block_size = request.block_size(role)
+        excluded: dict[WorkerShape, tuple[str, ...]] = {}
+        for shape in shapes:
+            broken = broken_rules(shape, self.model, backend)
+            if broken:
+                excluded[shape] = tuple(f"{rule.name}: {rule.statement}" for rule in broken)
+            elif shape.gpus > request.gpu_budget:
+                excluded[shape] = (f"over_budget: needs {shape.gpus} GPUs > gpu_budget {request.gpu_budget}",)
+        legal = [shape for shape in shapes if shape not in excluded]
+        ranks = {}
+        if self.kv_known:
+            ranks = capacity.rank_capacities(
+                self.model.name, request.hardware_sku, backend, version, request.memory_settings(role), legal
+            )
+        for shape in shapes:
+            if shape in excluded:
+                yield ShapeAssessment(backend, role, shape, None, None, None, excluded[shape])
+            elif not self.kv_known:
+                yield ShapeAssessment(backend, role, shape, None, None, None)
+            else:
+                rank = ranks[shape]
+                engine_tokens = rank.tokens * shape.attention_dp
+                exclusions: tuple[str, ...] = ()
+                if rank.error:
+                    exclusions = (f"no_kv_room: memory model says {rank.error}",)
+                elif rank.tokens // block_size * block_size < self.context:
+                    exclusions = (
+                        f"kv_below_context: KV holds {rank.tokens} tokens per attention rank "
+                        f"< context_length {self.context}",
+                    )
+                yield ShapeAssessment(
+                    backend, role, shape, rank.tokens, engine_tokens, engine_tokens // block_size, exclusions
+                )
+
+    @staticmethod
+    def _fit(
+        backend: str,
+        version: str,
+        roles: tuple[str, ...],
+        shapes: tuple[WorkerShape, ...],
+        viable: Mapping[str, Mapping[WorkerShape, ShapeAssessment]],
+    ) -> BackendFit:
+        capacities = []
+        for role, shape in zip(roles, shapes):
+            verdict = viable[role][shape]
+            known = verdict.kv_tokens is not None and verdict.num_gpu_blocks is not None
+            capacities.append(RoleCapacity(verdict.kv_tokens, verdict.num_gpu_blocks) if known else None)
+        return BackendFit(backend, version, tuple(capacities))  # type: ignore[arg-type]
+
+    def _enumerated(
+        self,
+        roles: tuple[str, ...],
+        viable: Mapping[str, Mapping[WorkerShape, ShapeAssessment]],
+        backend: str,
+        version: str,
+        table: _PoolTable,
+    ) -> Iterator[tuple[tuple[int, ...], BackendFit]]:
+        """Every (shape × replicas) per role whose total lies in [min_gpu_budget, gpu_budget]."""
+        low, high = self.request.min_gpu_budget, self.request.gpu_budget
+        ids = {role: {shape: table.ids(role, shape, high // shape.gpus) for shape in viable[role]} for role in roles}
+        for shapes in itertools.product(*(viable[role] for role in roles)):
+            fit = self._fit(backend, version, roles, shapes, viable)
+            role_ids = [ids[role][shape] for role, shape in zip(roles, shapes)]
+            for replicas in _replica_counts([shape.gpus for shape in shapes], low, high):
+                yield tuple(per_count[r] for per_count, r in zip(role_ids, replicas)), fit
+
+    def _pinned(
+        self,
+        pins: list[tuple[RolePool, ...]],
+        viable: Mapping[str, Mapping[WorkerShape, ShapeAssessment]],
+        tables: Mapping[str, tuple[ShapeAssessment, ...]],
+        backend: str,
+        version: str,
+        table: _PoolTable,
+        pin_reasons: list[dict[str, str]],
+    ) -> Iterator[tuple[tuple[int, ...], BackendFit]]:
+        """The pins this backend can run; records why the others cannot."""
+        low, high = self.request.min_gpu_budget, self.request.gpu_budget
+        for pools, reasons in zip(pins, pin_reasons):
+            problems = []
+            for pool in pools:
+                if pool.shape not in viable[pool.role]:
+                    verdict = next(a for a in tables[pool.role] if a.shape == pool.shape)
+                    problems.append(verdict.excluded_by if len(pools) == 1 else f"{pool.role} {verdict.excluded_by}")
+            used = sum(pool.gpus for pool in pools)
+            if not low <= used <= high:
+                problems.append(f"uses {used} GPUs, outside the gpu budget [{low}, {high}]")
+            if problems:
+                reasons[backend] = "; ".join(problems)
+                continue
+            roles = tuple(pool.role for pool in pools)
+            shapes = tuple(pool.shape for pool in pools)
+            yield tuple(table.id(pool) for pool in pools), self._fit(backend, version, roles, shapes, viable)
+
+    def _reject_unusable_pins(
+        self,
+        pins: list[tuple[RolePool, ...]],
+        table: _PoolTable,
+        merged: Mapping[tuple[int, ...], list[BackendFit]],
+        pin_reasons: list[dict[str, str]],
+    ) -> None:
+        for index, (pools, reasons) in enumerate(zip(pins, pin_reasons)):
+            if tuple(table.id(pool) for pool in pools) not in merged:
+                entry = dict(self.request.pinned_parallel_configs[index])
+                raise InvalidPinnedParallelConfig(
+                    f"parallel_configs[{index}] {entry} is legal for no backend: "
+                    + " | ".join(f"{backend}: {reason}" for backend, reason in reasons.items())
+                )
+
+    def _why_empty(
+        self,
+        roles: tuple[str, ...],
+        tables: Mapping[str, tuple[ShapeAssessment, ...]],
+        viable: Mapping[str, Mapping[WorkerShape, ShapeAssessment]],
+    ) -> str:
+        for role in roles:
+            if viable[role]:
+                continue
+            asked = [a for a in tables[role] if a.rank_kv_tokens is not None]
+            if not asked:
+                return f"no legal {role} shape within gpu_budget {self.request.gpu_budget}"
+            best = max(asked, key=lambda a: (a.rank_kv_tokens, a.shape))
+            if not best.rank_kv_tokens:
+                return f"no legal {role} shape leaves room for KV ({best.excluded_by})"
+            return (
+                f"no legal {role} shape holds a {self.context}-token sequence (largest: {best.shape.label} "
+                f"with {best.rank_kv_tokens} KV tokens per attention rank)"
+            )
+        smallest = sum(min(shape.gpus for shape in viable[role]) for role in roles)
+        return (
+            f"no config fits the gpu budget [{self.request.min_gpu_budget}, {self.request.gpu_budget}] "
+            f"(smallest viable: {smallest} GPUs)"
+        )

@@ -1,0 +1,61 @@
+"""A small persistent JSON cache for search-space facts that cost AI Configurator calls.
+
+One file per key under ${SPICA_CACHE_DIR:-~/.cache/spica}/space/, named by a hash of the key.
+The key always carries the installed aiconfigurator version, so an upgrade never reads stale
+numbers. Writes are atomic (temp file + rename) so concurrent workers at worst redo work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+_memory: dict[str, dict[str, Any]] = {}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica")
+
+
+def _path(key: Mapping[str, Any]) -> tuple[str, Path]:
+    text = json.dumps(key, sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+    return text, cache_root() / "space" / f"{digest}.json"
+
+
+def load(key: Mapping[str, Any]) -> dict[str, Any]:
+    """Entries stored under `key` (empty when absent, unreadable or written for another key)."""
+    text, path = _path(key)
+    memo_key = f"{path}|{text}"
+    if memo_key in _memory:
+        return dict(_memory[memo_key])
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if stored.get("key") != json.loads(text):
+        return {}
+    entries = dict(stored.get("entries", {}))
+    _memory[memo_key] = entries
+    return dict(entries)
+
+
+def store(key: Mapping[str, Any], entries: Mapping[str, Any]) -> None:
+    """Merge `entries` into what is stored under `key`."""
+    text, path = _path(key)
+    merged = {**load(key), **entries}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"key": json.loads(text), "entries": merged}, handle, sort_keys=True)
+    os.replace(tmp, path)
+    _memory[f"{path}|{text}"] = merged
+
+
+def forget_in_process() -> None:
+    """Drop the in-process copy so the next load reads disk (benchmarks, tests)."""
+    _memory.clear()

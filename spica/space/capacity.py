@@ -1,0 +1,158 @@
+"""KV capacity of worker shapes from AI Configurator's memory model, and the AIC facts around it.
+
+AIC's `estimate_kv_cache` answers for one attention rank; an attention-DP engine holds that
+many tokens on each of its attention_dp ranks. AIC releases before 0.10 have no memory model:
+then the KV filter is skipped (warned once) and only kv_load_ratio workloads, which derive
+their concurrency from the capacity, cannot run.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import logging
+from dataclasses import dataclass
+from typing import Iterable
+
+from spica.space import cache
+from spica.space.shapes import WorkerShape
+
+logger = logging.getLogger("spica.space")
+
+MEMORY_MODULE = "aiconfigurator.sdk.memory"
+
+# vLLM / SGLang apply the memory fraction to total GPU memory, TRT-LLM to the free memory
+# left after weights: AIC's estimator insists on the matching kind per backend.
+FRACTION_KIND = {"vllm": "of_total", "sglang": "of_total", "trtllm": "of_free"}
+
+
+class KvCapacityUnavailable(ValueError):
+    """The workload needs KV capacity but the installed AI Configurator cannot estimate it."""
+
+
+def aic_version() -> str:
+    return importlib.metadata.version("aiconfigurator")
+
+
+@functools.lru_cache(maxsize=None)
+def perf_data_version(system: str, backend: str) -> str | None:
+    """The latest AIC perf-database version for (system, backend); None when AIC has no data."""
+    key = {"kind": "perf_data_version", "aic": aic_version(), "system": system, "backend": backend}
+    stored = cache.load(key)
+    if "version" in stored:
+        return stored["version"]
+    from aiconfigurator.sdk import perf_database
+
+    version = None
+    if perf_database.get_supported_databases().get(system, {}).get(backend):
+        version = perf_database.get_latest_database_version(system, backend)
+    cache.store(key, {"version": version})
+    return version
+
+
+@functools.lru_cache(maxsize=None)
+def _memory_module_present() -> bool:
+    try:
+        importlib.import_module(MEMORY_MODULE)
+    except ImportError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def memory_model_available() -> bool:
+    """Whether KV capacity can be estimated; warns once per process when it cannot."""
+    present = _memory_module_present()
+    if not present:
+        logger.warning(
+            "aiconfigurator %s has no memory model (%s, added in 0.10): KV-feasibility filter "
+            "skipped, shapes carry no KV capacity",
+            aic_version(),
+            MEMORY_MODULE,
+        )
+    return present
+
+
+def require_memory_model() -> None:
+    """Fail fast for workloads whose concurrency is derived from KV capacity."""
+    if not _memory_module_present():
+        raise KvCapacityUnavailable(
+            f"kv_load_ratio needs KV capacity from AI Configurator's memory model ({MEMORY_MODULE}), "
+            f"which the installed aiconfigurator {aic_version()} lacks (added in 0.10): install "
+            "aiconfigurator>=0.10 or use a trace or fixed-concurrency workload"
+        )
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """Engine settings of one role that change how much memory is left for KV."""
+
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+
+
+@dataclass(frozen=True)
+class RankCapacity:
+    """KV tokens one attention rank holds; 0 with `error` when AIC found no room or failed."""
+
+    tokens: int
+    error: str | None = None
+
+
+def _estimate(
+    model_name: str, system: str, backend: str, version: str, settings: MemorySettings, shape: WorkerShape
+) -> RankCapacity:
+    from aiconfigurator.sdk.memory import estimate_kv_cache
+
+    try:
+        result = estimate_kv_cache(
+            model_name,
+            system,
+            backend,
+            version,
+            max_num_tokens=settings.max_num_batched_tokens,
+            max_batch_size=1,  # AIC ignores it for non-KV memory (activations follow max_num_tokens)
+            memory_fraction_kind=FRACTION_KIND[backend],
+            memory_fraction_value=settings.gpu_memory_utilization,
+            tp_size=shape.tp,
+            pp_size=shape.pp,
+            attention_dp_size=shape.attention_dp,
+            moe_tp_size=shape.moe_tp,
+            moe_ep_size=shape.moe_ep,
+        )
+    except Exception as exc:  # "no KV budget" / unsupported model: AIC raises ValueError, internals may not
+        return RankCapacity(0, str(exc).splitlines()[0][:300])
+    return RankCapacity(int(result["total_kv_size_tokens"]))
+
+
+def rank_capacities(
+    model_name: str,
+    system: str,
+    backend: str,
+    backend_version: str,
+    settings: MemorySettings,
+    shapes: Iterable[WorkerShape],
+) -> dict[WorkerShape, RankCapacity]:
+    """Per-rank KV capacity of each shape, from the on-disk cache or one AIC call per new shape."""
+    key = {
+        "kind": "rank_kv_tokens",
+        "aic": aic_version(),
+        "model": model_name,
+        "system": system,
+        "backend": backend,
+        "backend_version": backend_version,
+        "gpu_memory_utilization": settings.gpu_memory_utilization,
+        "max_num_batched_tokens": settings.max_num_batched_tokens,
+    }
+    stored = cache.load(key)
+    shapes = tuple(shapes)
+    fresh = {}
+    for shape in shapes:
+        if shape.label not in stored:
+            capacity = _estimate(model_name, system, backend, backend_version, settings, shape)
+            fresh[shape.label] = [capacity.tokens, capacity.error]
+    if fresh:
+        cache.store(key, fresh)
+        stored.update(fresh)
+    return {shape: RankCapacity(*stored[shape.label]) for shape in shapes}

@@ -1,0 +1,78 @@
+"""Plain-text view of the enumerated pools: one row per (role, shape) with KV per backend."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, Sequence
+
+from spica.space.branches import Branch, ShapeAssessment
+from spica.space.capacity import aic_version
+from spica.space.shapes import RULES
+
+
+def _grid(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+
+
+def _cell(verdict: ShapeAssessment | None) -> str:
+    if verdict is None:
+        return "-"
+    if not verdict.viable:
+        return "excluded: " + ", ".join(verdict.exclusion_codes)
+    if verdict.kv_tokens is None:
+        return "kv unknown"
+    return f"{verdict.kv_tokens:,} / {verdict.num_gpu_blocks:,}"
+
+
+def _branch_lines(branch: Branch) -> list[str]:
+    versions = ", ".join(f"{b} {branch.backend_version(b)}" for b in branch.backends)
+    lines = [f"[{branch.mode}] {len(branch.configs)} configs; backends: {versions}"]
+    columns = list(dict.fromkeys(a.backend for a in branch.assessments))
+    verdicts = {(a.backend, a.role, a.shape): a for a in branch.assessments}
+    replicas: dict[tuple[str, object], list[int]] = {}
+    for config in branch.configs:
+        for pool in config.pools:
+            replicas.setdefault((pool.role, pool.shape), []).append(pool.replicas)
+    header = ["role", "shape", "strategy", "gpus", "replicas"]
+    header += [f"{backend} kv_tokens / blocks" for backend in columns]
+    rows = [header]
+    for (role, shape), counts in sorted(replicas.items(), key=lambda item: (item[0][0] != "prefill", item[0])):
+        span = f"{min(counts)}-{max(counts)}" if min(counts) != max(counts) else str(counts[0])
+        row = [role, shape.label, shape.strategy, str(shape.gpus), span]  # type: ignore[attr-defined]
+        row += [_cell(verdicts.get((backend, role, shape))) for backend in columns]
+        rows.append(row)
+    lines += _grid(rows)
+    for backend in columns:
+        for role in dict.fromkeys(a.role for a in branch.assessments):
+            codes = Counter(c for a in branch.assessments if (a.backend, a.role) == (backend, role) for c in a.exclusion_codes)
+            if codes:
+                summary = ", ".join(f"{count} {code}" for code, count in sorted(codes.items()))
+                lines.append(f"  {backend} {role} shapes excluded: {summary}")
+    lines += [f"  dropped {backend}: {reason}" for backend, reason in branch.dropped]
+    return lines
+
+
+def format_pool_table(branches: Iterable[Branch]) -> str:
+    """The pools as text: a header with model / context / budget, the rules, one block per mode."""
+    branches = tuple(branches)
+    if not branches:
+        return "no branches"
+    first = branches[0]
+    kind = "MoE" if first.model.is_moe else "dense"
+    lines = [
+        f"{first.model.name} ({kind}, {first.model.architecture}, max context {first.model.max_context}) "
+        f"on {first.hardware_sku}; context_length {first.context_length}; gpu budget "
+        f"[{first.min_gpu_budget}, {first.gpu_budget}]; aiconfigurator {aic_version()}",
+    ]
+    if not first.kv_known:
+        lines.append("KV capacity unknown (no AI Configurator memory model): KV filter skipped")
+    lines.append("KV per engine = per-rank KV × attention_dp; a shape is kept when one rank holds context_length.")
+    lines.append("Legality rules:")
+    lines += [
+        f"  {rule.name} [{', '.join(rule.backends) or 'all'}]: {rule.statement} ({rule.source})" for rule in RULES
+    ]
+    for branch in branches:
+        lines.append("")
+        lines += _branch_lines(branch)
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""Acceptance tests on the real Replay: TP-aware timing, routing, KV transfer, goodput, failures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spica.evaluation.deployment import ReplayCall, SlaBounds, WorkloadSpec, build_replay_call
+from spica.evaluation.replay import _capped_worker, run_replay
+from spica.evaluation.score import objective_values, provisioned_gpus
+
+pytestmark = pytest.mark.e2e
+
+CLOSED_LOOP_64 = WorkloadSpec(kind="synthetic", isl=2000, osl=200, request_count=256, concurrency=64)
+SMALL = WorkloadSpec(kind="synthetic", isl=1000, osl=50, request_count=40, concurrency=8)
+
+
+def replay_ok(candidate, workload, **options):
+    outcome = run_replay(build_replay_call(candidate, workload, **options))
+    assert outcome.status == "ok", outcome.message
+    return outcome.summary
+
+
+@pytest.mark.parametrize("timing", ["table", "ais"])
+def test_mean_tpot_falls_strictly_as_tp_grows(agg_candidate, timing):
+    tpot = [replay_ok(agg_candidate(tp=tp, replicas=2), CLOSED_LOOP_64, timing=timing)["mean_tpot_ms"] for tp in (1, 2, 4, 8)]
+    assert tpot[0] > tpot[1] > tpot[2] > tpot[3], tpot
+
+
+def test_kv_router_reuses_more_prefix_than_round_robin_on_mooncake(agg_candidate, shared_dir, tmp_path):
+    source = shared_dir / "data" / "mooncake" / "conversation_trace_15min.jsonl"
+    first_five_minutes = [line for line in source.read_text().splitlines() if json.loads(line)["timestamp"] < 300_000]
+    trace = tmp_path / "mooncake_5min.jsonl"  # 918 requests: multi-turn reuse needs a few minutes
+    trace.write_text("\n".join(first_five_minutes) + "\n")
+    workload = WorkloadSpec(kind="trace", trace_path=str(trace))
+    reuse = {
+        mode: replay_ok(agg_candidate(tp=2, replicas=4, router_mode=mode), workload)["prefix_cache_reused_ratio"]
+        for mode in ("round_robin", "kv_router")
+    }
+    assert reuse["kv_router"] > reuse["round_robin"], reuse
+
+
+def test_disagg_ttft_rises_as_kv_transfer_bandwidth_drops(disagg_candidate):
+    workload = WorkloadSpec(kind="synthetic", isl=4000, osl=50, request_count=60, request_rate=2.0)
+    ttft = {
+        bandwidth: replay_ok(
+            disagg_candidate(kv_bytes_per_token=262144, kv_transfer_bandwidth_gbps=bandwidth), workload
+        )["mean_ttft_ms"]
+        for bandwidth in (100.0, 10.0, 1.0)
+    }
+    assert ttft[100.0] < ttft[10.0] < ttft[1.0], ttft
+
+
+@pytest.mark.parametrize("sla", [SlaBounds(ttft_ms=2000, itl_ms=40), SlaBounds(e2e_ms=5000)])
+def test_goodput_appears_with_an_sla(agg_candidate, sla):
+    summary = replay_ok(agg_candidate(), SMALL, sla=sla)
+    values = objective_values(summary)
+    assert 0 < values["goodput"] <= values["throughput"]
+    assert values["goodput_per_gpu"] == pytest.approx(values["goodput"] / 2, rel=1e-6)  # 2 workers × TP1
+
+
+def test_no_sla_no_goodput(agg_candidate):
+    assert "goodput" not in objective_values(replay_ok(agg_candidate(), SMALL))
+
+
+def test_impossible_engine_arg_fails_with_its_reason(agg_candidate):
+    outcome = run_replay(build_replay_call(agg_candidate(agg_max_num_seqs=0), SMALL))
+    assert (outcome.status, outcome.reason) == ("failed", "invalid_input")
+    assert outcome.message == "ValueError: max_num_seqs must be positive"
+
+
+def test_shape_ais_cannot_time_fails_as_timing_model(agg_candidate):
+    outcome = run_replay(build_replay_call(agg_candidate(hardware_sku="no_such_gpu"), SMALL))
+    assert (outcome.status, outcome.reason) == ("failed", "timing_model")
+    assert "no_such_gpu" in outcome.message
+
+
+def test_requests_that_never_fit_give_no_samples(agg_candidate):
+    tiny_kv = agg_candidate(agg_kv_tokens=640, agg_num_gpu_blocks=10)
+    outcome = run_replay(build_replay_call(tiny_kv, SMALL))
+    assert (outcome.status, outcome.reason) == ("no_samples", "no_completed_requests")
+    assert outcome.message == "none of 40 requests completed"
+
+
+def test_time_cap_kills_a_long_replay(agg_candidate):
+    endless = WorkloadSpec(kind="synthetic", isl=1000, osl=100, request_count=200_000, concurrency=64)
+    outcome = run_replay(build_replay_call(agg_candidate(), endless), timeout_s=1.0)
+    assert (outcome.status, outcome.reason, outcome.message) == ("timeout", "time_cap", "replay exceeded the 1 s time cap")
+    assert _capped_worker._process is None  # killed, to be replaced on the next capped call
+
+
+def test_capped_replay_matches_in_process_replay(agg_candidate):
+    call = build_replay_call(agg_candidate(), SMALL)
+    capped = run_replay(call, timeout_s=120.0)
+    assert capped.status == "ok"
+    in_process = run_replay(call).summary
+    simulated = {key: value for key, value in in_process.items() if "wall" not in key and "processed" not in key}
+    assert simulated.items() <= capped.summary.items()  # round_robin replays are bit-identical
+
+
+def test_capped_worker_is_replaced_when_it_dies_between_calls(agg_candidate):
+    call = build_replay_call(agg_candidate(), SMALL)
+    assert run_replay(call, timeout_s=120.0).status == "ok"
+    _capped_worker._process.kill()
+    _capped_worker._process.join()
+    assert run_replay(call, timeout_s=120.0).status == "ok"
+
+
+def test_missing_trace_fails_as_invalid_input(agg_candidate, tmp_path: Path):
+    outcome = run_replay(build_replay_call(agg_candidate(), WorkloadSpec(kind="trace", trace_path=str(tmp_path / "none.jsonl"))))
+    assert (outcome.status, outcome.reason) == ("failed", "invalid_input")
+    assert "No such file or directory" in outcome.message
+
+
+def test_capped_failure_is_reported_from_the_child(agg_candidate):
+    outcome = run_replay(build_replay_call(agg_candidate(agg_max_num_seqs=0), SMALL), timeout_s=60.0)
+    assert (outcome.status, outcome.reason, outcome.message) == ("failed", "invalid_input", "ValueError: max_num_seqs must be positive")
+
+
+def test_saved_call_reproduces_the_score(agg_candidate, tmp_path: Path):
+    call = build_replay_call(agg_candidate(tp=2), SMALL)
+    saved = tmp_path / "replay_input.json"
+    saved.write_text(json.dumps(call.to_dict()))
+    again = run_replay(ReplayCall.from_dict(json.loads(saved.read_text())))
+    assert objective_values(again.summary) == objective_values(run_replay(call).summary)
+
+
+def test_planner_scale_down_is_credited_per_gpu(agg_candidate):
+    planner = {
+        "mode": "agg",
+        "backend": "vllm",
+        "optimization_target": "throughput",
+        "model_name": "Qwen/Qwen3-32B",
+        "decode_engine_num_gpu": 2,
+        "max_gpu_budget": 8,
+        "enable_throughput_scaling": False,
+        "enable_load_scaling": True,
+        "load_adjustment_interval_seconds": 5,
+        "report_interval_hours": None,
+        "live_dashboard_port": 0,
+    }
+    workload = WorkloadSpec(kind="synthetic", isl=2000, osl=200, request_count=300, request_rate=4.0)
+    summary = replay_ok(agg_candidate(tp=2, replicas=4), workload, planner_config=planner)
+    values = objective_values(summary)
+    assert provisioned_gpus(summary) < 8  # 4 workers × TP2 at start; the load planner released some
+    assert values["throughput_per_gpu"] == pytest.approx(values["throughput"] / provisioned_gpus(summary))
+
+
+def test_host_offload_keeps_evicted_prefixes_reusable(agg_candidate):
+    workload = WorkloadSpec(
+        kind="synthetic", isl=1000, osl=20, request_count=300, request_rate=3.0, shared_prefix_ratio=0.75, num_prefix_groups=40
+    )
+    small_gpu_cache = {"agg_kv_tokens": 200 * 64, "agg_num_gpu_blocks": 200}
+    offload = {"num_g2_blocks": 20_000, "kv_bytes_per_token": 262144, "bandwidth_g1_to_g2_gbps": 30.0, "bandwidth_g2_to_g1_gbps": 30.0}
+    reuse = {
+        name: replay_ok(agg_candidate(replicas=1, **small_gpu_cache, **extra), workload)["prefix_cache_reused_ratio"]
+        for name, extra in (("gpu only", {}), ("with host", offload))
+    }
+    assert reuse["with host"] > reuse["gpu only"], reuse

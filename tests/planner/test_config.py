@@ -1,0 +1,158 @@
+"""Unrolled planner fields (UNROLLED.md) and the Replay PlannerConfig built from them."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from spica.config.presets import LOAD_PREDICTORS, PLANNER_FPM_SAMPLING, PLANNER_LOAD_SENSITIVITY, PLANNER_SCALING_POLICIES
+from spica.planner.config import PlannerConfigError, planner_config, unroll_planner_fields
+
+SLA = SimpleNamespace(ttft_ms=500.0, itl_ms=30.0, e2e_ms=None)
+AGG = {
+    "mode": "agg", "backend": "vllm", "model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm",
+    "gpu_budget": 16, "min_gpu_budget": 1, "min_endpoint": 1,
+    "tp": 2, "pp": 1, "attention_dp": 1, "moe_tp": 1, "moe_ep": 1, "replicas": 4,
+}  # fmt: skip
+DISAGG = {
+    **{key: AGG[key] for key in ("backend", "model_name", "hardware_sku", "gpu_budget", "min_gpu_budget", "min_endpoint")},
+    "mode": "disagg",
+    "prefill_tp": 1, "prefill_pp": 1, "prefill_attention_dp": 1, "prefill_replicas": 2,
+    "decode_tp": 4, "decode_pp": 1, "decode_attention_dp": 2, "decode_replicas": 1,
+}  # fmt: skip
+
+
+def unrolled(policy: str, target: str, predictor: str = "kalman_reactive_log1p") -> dict:
+    return unroll_planner_fields(
+        policy,
+        PLANNER_SCALING_POLICIES[policy],
+        PLANNER_FPM_SAMPLING["small"],
+        PLANNER_LOAD_SENSITIVITY["aggressive"],
+        predictor,
+        LOAD_PREDICTORS[predictor],
+        target,
+    )
+
+
+def test_disabled_policy_unrolls_to_flags_and_target_only():
+    assert unrolled("disabled", "throughput") == {
+        "planner_scaling_policy": "disabled",
+        "enable_throughput_scaling": False,
+        "enable_load_scaling": False,
+        "planner_optimization_target": "throughput",
+    }
+
+
+def test_throughput_policy_carries_interval_fpm_and_the_winning_predictor_only():
+    assert unrolled("throughput_600_5", "sla") == {
+        "planner_scaling_policy": "throughput_600_5",
+        "enable_throughput_scaling": True,
+        "enable_load_scaling": False,
+        "planner_optimization_target": "sla",
+        "max_num_fpm_samples": 32,
+        "fpm_sample_bucket_size": 4,
+        "throughput_adjustment_interval_seconds": 600,
+        "load_predictor": "kalman",
+        "load_predictor_log1p": True,
+        "kalman_q_level": 10.0,
+        "kalman_q_trend": 1.0,
+        "kalman_r": 5.0,
+        "kalman_min_points": 3,
+    }
+
+
+def test_load_policy_carries_interval_fpm_and_sensitivity_but_no_predictor():
+    assert unrolled("load_180_10", "throughput") == {
+        "planner_scaling_policy": "load_180_10",
+        "enable_throughput_scaling": False,
+        "enable_load_scaling": True,
+        "planner_optimization_target": "throughput",
+        "max_num_fpm_samples": 32,
+        "fpm_sample_bucket_size": 4,
+        "load_adjustment_interval_seconds": 10,
+        "load_scaling_down_sensitivity": 70,
+        "load_min_observations": 3,
+    }
+
+
+def test_hybrid_policy_with_a_dict_predictor_gets_dynamo_family_defaults():
+    fields = unroll_planner_fields(
+        "custom_2",
+        PLANNER_SCALING_POLICIES["hybrid_180_5"],
+        PLANNER_FPM_SAMPLING["default"],
+        PLANNER_LOAD_SENSITIVITY["default"],
+        "custom_0",
+        {"load_predictor": "prophet"},
+        "sla",
+    )
+    assert {key: fields[key] for key in ("load_predictor", "prophet_window_size", "load_predictor_log1p")} == {
+        "load_predictor": "prophet",
+        "prophet_window_size": 50,
+        "load_predictor_log1p": False,
+    }
+    assert fields["load_adjustment_interval_seconds"] == 5 and fields["throughput_adjustment_interval_seconds"] == 180
+
+
+def test_throughput_policy_without_a_predictor_winner_is_a_one_line_error():
+    with pytest.raises(ValueError, match=r"^planner_scaling_policy throughput_180_5: no load predictor chosen for its 180 s throughput interval$"):
+        unroll_planner_fields("throughput_180_5", PLANNER_SCALING_POLICIES["throughput_180_5"], PLANNER_FPM_SAMPLING["default"], {}, None, {}, "sla")
+
+
+def test_static_candidate_has_no_planner_config():
+    assert planner_config({**AGG, **unrolled("disabled", "sla")}, SLA) is None
+
+
+def test_agg_throughput_config_for_replay():
+    config = planner_config({**AGG, **unrolled("throughput_180_5", "sla")}, SLA)
+    assert config == {
+        "mode": "agg",
+        "backend": "vllm",
+        "model_name": "Qwen/Qwen3-32B",
+        "optimization_target": "sla",
+        "enable_throughput_scaling": True,
+        "enable_load_scaling": False,
+        "max_num_fpm_samples": 32,
+        "fpm_sample_bucket_size": 4,
+        "throughput_adjustment_interval_seconds": 180,
+        "load_predictor": "kalman",
+        "kalman_min_points": 3,
+        "kalman_q_level": 10.0,
+        "kalman_q_trend": 1.0,
+        "kalman_r": 5.0,
+        "load_predictor_log1p": True,
+        "max_gpu_budget": 16,
+        "min_gpu_budget": 1,
+        "min_endpoint": 1,
+        "report_interval_hours": None,
+        "live_dashboard_port": 0,
+        "control_api_port": 0,
+        "metric_reporting_prometheus_port": 0,
+        "decode_engine_num_gpu": 2,
+        "ttft_ms": 500.0,
+        "itl_ms": 30.0,
+    }
+
+
+def test_disagg_load_config_prices_each_role_and_leaves_sla_out_of_easy_mode():
+    config = planner_config({**DISAGG, **unrolled("load_180_5", "latency")}, SLA)
+    assert (config["prefill_engine_num_gpu"], config["decode_engine_num_gpu"]) == (1, 8)
+    assert config["optimization_target"] == "latency"
+    assert "ttft_ms" not in config and "load_predictor" not in config
+
+
+def test_planner_config_validation_errors_are_one_line():
+    candidate = {**AGG, **unrolled("load_180_5", "throughput"), "fpm_sample_bucket_size": 10}
+    with pytest.raises(PlannerConfigError) as error:
+        planner_config(candidate, SLA)
+    assert str(error.value) == "planner config: Value error, fpm_sample_bucket_size must be a perfect square, got 10"
+    hybrid = {**AGG, **unrolled("hybrid_180_5", "sla"), "load_adjustment_interval_seconds": 180}
+    with pytest.raises(PlannerConfigError, match=r"^planner config: Value error, load_adjustment_interval_seconds \(180s\) must be shorter than"):
+        planner_config(hybrid, SLA)
+
+
+def test_throughput_scaling_needs_the_sla_target_and_its_bounds():
+    with pytest.raises(PlannerConfigError, match=r"^planner_scaling_policy throughput_180_5: throughput scaling needs planner target 'sla'"):
+        planner_config({**AGG, **unrolled("throughput_180_5", "sla"), "planner_optimization_target": "throughput"}, SLA)
+    with pytest.raises(PlannerConfigError, match=r"^planner target 'sla' needs goal.sla.ttft_ms and goal.sla.itl_ms$"):
+        planner_config({**AGG, **unrolled("load_180_5", "sla")}, SimpleNamespace(ttft_ms=None, itl_ms=None, e2e_ms=900.0))

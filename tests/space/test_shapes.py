@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import pytest
+
+from spica.space.shapes import (
+    ModelInfo,
+    WorkerShape,
+    broken_rules,
+    enumerate_shapes,
+    load_model_info,
+    parse_shape,
+)
+
+DENSE = ModelInfo("dense", "LlamaForCausalLM", is_moe=False, max_context=131072)
+MOE = ModelInfo("moe", "DeepseekV3ForCausalLM", is_moe=True, max_context=163840)
+
+
+def names(shape: WorkerShape, model: ModelInfo, backend: str) -> list[str]:
+    return [rule.name for rule in broken_rules(shape, model, backend)]
+
+
+def test_dense_models_get_tensor_parallel_shapes_only() -> None:
+    assert enumerate_shapes(DENSE, 8) == tuple(WorkerShape(tp=g) for g in (1, 2, 4, 8))
+
+
+def test_moe_shapes_cover_every_split_of_the_width() -> None:
+    shapes = enumerate_shapes(MOE, 16)
+    # per width w: (number of divisors of w)^2 splits -> 1 + 4 + 9 + 16 + 25
+    assert len(shapes) == 55
+    assert all(s.tp * s.attention_dp == s.moe_tp * s.moe_ep for s in shapes)
+    eight = {s.strategy for s in shapes if s.gpus == 8}
+    assert {"tp", "tep", "dep", "tp+dp/ep", "dp/tp"} <= eight
+
+
+@pytest.mark.parametrize(
+    ("shape", "strategy", "attention", "ffn"),
+    [
+        (WorkerShape(tp=8, moe_tp=8), "tp", "tp", "tp"),
+        (WorkerShape(tp=8, moe_ep=8), "tep", "tp", "ep"),
+        (WorkerShape(attention_dp=8, moe_ep=8), "dep", "dp", "ep"),
+        (WorkerShape(tp=2, attention_dp=4, moe_tp=2, moe_ep=4), "tp+dp/tp+ep", "tp+dp", "tp+ep"),
+        (WorkerShape(), "tp", "tp", "tp"),
+    ],
+)
+def test_strategy_names(shape: WorkerShape, strategy: str, attention: str, ffn: str) -> None:
+    assert (shape.strategy, shape.attention_mode, shape.ffn_mode) == (strategy, attention, ffn)
+
+
+def test_trtllm_forbids_tp_with_attention_dp_and_vllm_forbids_moe_tp_with_ep() -> None:
+    mixed_attention = WorkerShape(tp=2, attention_dp=4, moe_ep=8)
+    mixed_ffn = WorkerShape(tp=8, moe_tp=2, moe_ep=4)
+    assert names(mixed_attention, MOE, "trtllm") == ["trtllm_no_tp_with_attention_dp"]
+    assert names(mixed_attention, MOE, "vllm") == []
+    assert names(mixed_ffn, MOE, "vllm") == ["vllm_no_moe_tp_with_moe_ep"]
+    assert names(mixed_ffn, MOE, "trtllm") == []
+    assert names(mixed_ffn, MOE, "sglang") == []
+
+
+def test_general_rules() -> None:
+    assert names(WorkerShape(tp=3), DENSE, "vllm") == ["gpus_per_worker"]
+    assert names(WorkerShape(tp=2, pp=2), DENSE, "vllm") == ["no_pipeline_parallel"]
+    assert names(WorkerShape(attention_dp=2), DENSE, "sglang") == ["dense_is_tp"]
+    assert names(WorkerShape(tp=4, moe_ep=2), MOE, "sglang") == ["moe_width"]
+
+
+def test_parse_shape_defaults_and_errors() -> None:
+    assert parse_shape({"tp": 2, "replicas": 3}, "x", extra_keys=("replicas",)) == WorkerShape(tp=2)
+    with pytest.raises(ValueError) as unknown:
+        parse_shape({"tp": 2, "dp": 2}, "parallel_configs[0]")
+    assert str(unknown.value) == (
+        "parallel_configs[0]: unknown key 'dp' (allowed: tp, pp, attention_dp, moe_tp, moe_ep)"
+    )
+    with pytest.raises(ValueError) as bad:
+        parse_shape({"tp": 0}, "parallel_configs[1]")
+    assert str(bad.value) == "parallel_configs[1].tp: must be a positive integer, got 0"
+
+
+def test_model_info_comes_from_aiconfigurator_configs() -> None:
+    assert load_model_info("Qwen/Qwen3-32B-FP8") == ModelInfo("Qwen/Qwen3-32B-FP8", "Qwen3ForCausalLM", False, 40960)
+    deepseek = load_model_info("deepseek-ai/DeepSeek-V3")
+    assert (deepseek.is_moe, deepseek.max_context) == (True, 163840)
+
+
+def test_unknown_model_is_a_one_line_error() -> None:
+    with pytest.raises(ValueError) as error:
+        load_model_info("/nonexistent/model")
+    message = str(error.value)
+    assert message.startswith("model_name '/nonexistent/model': AI Configurator has no usable config for it (")
+    assert "\n" not in message
