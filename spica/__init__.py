@@ -6,7 +6,12 @@ package root stays import-light: heavy layers (Replay, Vizier, AI Configurator) 
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+# Dynamo's Rust core logs every timing-table load at info; a search makes hundreds. Keep its
+# warnings and errors unless the user chose a level (DYN_LOG=info to see everything).
+os.environ.setdefault("DYN_LOG", "warn")
 
 __version__ = "0.1.0"
 __all__ = ["run_smart_search", "SmartSearchConfig", "__version__"]

@@ -193,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     explicit = argv is not None
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="spica: %(message)s")
+    for noisy in ("absl", "jax", "cmdstanpy", "prophet"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     with _user_errors():
         if argv and argv[0] in COMMANDS:
             return COMMANDS[argv[0]](argv[1:])

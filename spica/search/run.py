@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,8 +214,9 @@ def run_smart_search(
 
     winners, predictor_report = _predictor_winners(config)
     branches = branches_for(config)
-    storage = folder / ".studies"
-    shutil.rmtree(storage, ignore_errors=True)  # a resume replays the studies from the journal
+    # Studies live for one run: a resume replays them from the journal, asking the same
+    # seeded questions and getting every finished answer back without a replay.
+    storage = Path(tempfile.mkdtemp(prefix="spica-studies-"))
     searches = []
     for branch in branches:
         knobs = branch_knobs(config, branch.mode)
@@ -288,6 +290,7 @@ def run_smart_search(
         if own_pool:
             pool.close()
         meter.close()
+        shutil.rmtree(storage, ignore_errors=True)
 
     best = _merge(config, ledger)
     tallies = dict(tally.counts)

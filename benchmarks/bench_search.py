@@ -1,0 +1,140 @@
+"""Scenario benchmark: the three shared scenarios end to end, and S1 against its exhaustive grid.
+
+Prints per scenario: wall time, optimizer share, unique replays, cache hits, best score (or the
+front's hypervolume), and — where the exhaustive grid is small enough to run — the fraction of
+the grid optimum reached and the fraction of the grid's replays spent (median over seeds).
+Writes benchmarks/results/search.json.
+
+    .venv/bin/python benchmarks/bench_search.py [--seeds 5] [--scenarios s1 s2 s3] [--grid s1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from spica.config import SmartSearchConfig
+from spica.evaluation import score
+from spica.search import run_smart_search
+from spica.search.branches import branches_for
+from spica.search.dimensions import branch_knobs
+from spica.search.run import _grid_size
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SPICA_SHARED_DIR", REPO.parent / "shared"))
+SCENARIOS = {
+    "s1": "s1_dense_budget8.yaml",
+    "s2": "s2_trace_goodput.yaml",
+    "s3": "s3_moe_pareto.yaml",
+}
+GRID_REPLAY_LIMIT = 6000
+
+
+def load(name: str, **sweep: object) -> SmartSearchConfig:
+    data = SmartSearchConfig.from_yaml(SHARED / "scenarios" / SCENARIOS[name]).to_data()
+    data["sweep"].update(sweep)
+    return SmartSearchConfig.from_mapping(data)
+
+
+def hypervolume(points: list[list[float]], reference: list[float]) -> float:
+    """2-D hypervolume of maximised points above `reference`."""
+    front = sorted((p for p in points if p[0] > reference[0] and p[1] > reference[1]), key=lambda p: -p[0])
+    volume, best_y = 0.0, reference[1]
+    for x, y in front:
+        if y > best_y:
+            volume += (x - reference[0]) * (y - best_y)
+            best_y = y
+    return volume
+
+
+def measure(config: SmartSearchConfig) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.monotonic()
+        results = run_smart_search(config, results_dir=folder)
+        wall = time.monotonic() - started
+        summary = json.loads((Path(folder) / "summary.json").read_text())
+    objectives = config.goal.objectives
+    record = {
+        "wall_seconds": round(wall, 2),
+        "optimizer_share": round(summary["timings"]["optimizer_seconds"] / summary["timings"]["wall_seconds"], 4),
+        "unique_replays": len(results.ledger),
+        "cache_hits": results.tallies["cache_hits"],
+        "tallies": results.tallies,
+    }
+    if config.goal.target == "pareto":
+        points = [[score.signed_score(name, c.objectives) for name in objectives] for c in results]
+        record["front_size"] = len(points)
+        record["front"] = points
+    else:
+        record["best_score"] = results[0].score if results else None
+        record["best"] = results[0].label() if results else None
+    return record
+
+
+def grid_size(config: SmartSearchConfig) -> int:
+    return sum(_grid_size(branch, branch_knobs(config, branch.mode)) for branch in branches_for(config))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
+    parser.add_argument("--grid", nargs="*", default=["s1"], help="scenarios whose exhaustive grid to run")
+    args = parser.parse_args()
+    os.chdir(REPO)  # scenario paths are relative to the project root
+    report: dict[str, dict] = {}
+    for name in args.scenarios:
+        base = load(name)
+        runs = [measure(load(name, seed=base.sweep.seed + offset)) for offset in range(args.seeds)]
+        entry: dict = {"runs": runs, "grid_candidates": grid_size(base)}
+        for key in ("wall_seconds", "optimizer_share", "unique_replays", "cache_hits"):
+            entry[f"median_{key}"] = statistics.median(run[key] for run in runs)
+        if base.goal.target == "pareto":
+            fronts = [run["front"] for run in runs]
+            every = [point for front in fronts for point in front]
+            reference = [min(p[0] for p in every) * 0.9, min(p[1] for p in every) * 0.9] if every else [0.0, 0.0]
+            entry["hypervolume_reference"] = reference
+            entry["median_hypervolume"] = statistics.median(hypervolume(front, reference) for front in fronts)
+        else:
+            entry["median_best_score"] = statistics.median(run["best_score"] for run in runs if run["best_score"] is not None)
+        if name in args.grid and entry["grid_candidates"] <= GRID_REPLAY_LIMIT:
+            grid = measure(load(name, algorithm="grid", max_rounds=10_000))
+            entry["grid"] = grid
+            entry["fraction_of_grid_optimum"] = statistics.median(run["best_score"] / grid["best_score"] for run in runs)
+            entry["fraction_of_grid_replays"] = statistics.median(run["unique_replays"] / grid["unique_replays"] for run in runs)
+        report[name] = entry
+        print(_line(name, entry), flush=True)
+    out = REPO / "benchmarks" / "results" / "search.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    print(f"wrote {out}")
+
+
+def _line(name: str, entry: dict) -> str:
+    parts = [
+        f"{name}: wall {entry['median_wall_seconds']:.1f}s",
+        f"optimizer {entry['median_optimizer_share'] * 100:.1f}%",
+        f"unique replays {entry['median_unique_replays']}",
+        f"cache hits {entry['median_cache_hits']}",
+    ]
+    if "median_best_score" in entry:
+        parts.append(f"best {entry['median_best_score']:.1f}")
+    if "median_hypervolume" in entry:
+        parts.append(f"hypervolume {entry['median_hypervolume']:.4g}")
+    if "fraction_of_grid_optimum" in entry:
+        parts.append(
+            f"{entry['fraction_of_grid_optimum'] * 100:.1f}% of grid optimum with "
+            f"{entry['fraction_of_grid_replays'] * 100:.1f}% of its {entry['grid']['unique_replays']} replays"
+        )
+    else:
+        parts.append(f"grid of {entry['grid_candidates']} candidates not run")
+    return ", ".join(parts)
+
+
+if __name__ == "__main__":
+    main()
