@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-# Dynamo's Rust core logs every timing-table load at info; a search makes hundreds. Keep its
-# warnings and errors unless the user chose a level (DYN_LOG=info to see everything).
-os.environ.setdefault("DYN_LOG", "warn")
+# Dynamo logs every timing-table load and planner start; a search makes hundreds. Keep its
+# errors unless the user chose a level (DYN_LOG=info to see everything).
+os.environ.setdefault("DYN_LOG", "error")
 
 __version__ = "0.1.0"
 __all__ = ["run_smart_search", "SmartSearchConfig", "__version__"]

@@ -192,9 +192,8 @@ COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_sp
 def main(argv: Sequence[str] | None = None) -> None:
     explicit = argv is not None
     argv = list(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO, format="spica: %(message)s")
-    for noisy in ("absl", "jax", "cmdstanpy", "prophet"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.basicConfig(level=logging.WARNING, format="spica: %(message)s")  # libraries: warnings only
+    logging.getLogger("spica").setLevel(logging.INFO)
     with _user_errors():
         if argv and argv[0] in COMMANDS:
             return COMMANDS[argv[0]](argv[1:])

@@ -191,3 +191,39 @@ def predictor_sub_sweep(
     with threadpool_limits(limits=1):
         choices = {s: _sweep_interval(cut_windows(arrivals, s), s, candidates) for s in distinct}
     return SubSweepResult("swept", choices)
+
+
+def cached_predictor_sub_sweep(
+    trace_path: str | None,
+    trace_sha256: str | None,
+    intervals: Sequence[int],
+    candidates: Sequence[Candidate],
+    arrival_speedup_ratio: float = 1.0,
+    has_throughput_scaling: bool = True,
+) -> SubSweepResult:
+    """predictor_sub_sweep, remembered on disk by trace content and inputs.
+
+    A full-trace sweep fits Prophet and ARIMA dozens of times (about a minute here); the
+    answer only depends on the trace bytes, the speedup, the intervals and the candidates.
+    """
+    import hashlib
+    import os
+    import pickle
+    from pathlib import Path
+
+    if trace_path is None or not has_throughput_scaling or not intervals:
+        return predictor_sub_sweep(trace_path, intervals, candidates, arrival_speedup_ratio, has_throughput_scaling)
+    key = json.dumps([trace_sha256, arrival_speedup_ratio, sorted(set(intervals)), [list(c) for c in candidates]], sort_keys=True, default=str)
+    root = Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica") / "predictors"
+    path = root / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.pkl"
+    if path.exists():
+        try:
+            return pickle.loads(path.read_bytes())
+        except Exception:  # an unreadable cache entry is recomputed, never trusted
+            pass
+    result = predictor_sub_sweep(trace_path, intervals, candidates, arrival_speedup_ratio, has_throughput_scaling)
+    root.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_bytes(pickle.dumps(result))
+    temporary.replace(path)
+    return result

@@ -53,11 +53,11 @@ def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any
     objectives = config.goal.objectives
     pareto = config.goal.target == "pareto"
     title = "Pareto front" if pareto else f"Top {min(TOP_N, len(results))} by {objectives[0]} ({UNITS[objectives[0]]})"
-    headers = ["#", "deployment", "GPUs", *[f"{name} ({UNITS[name]})" for name in objectives], "ttft ms", "tpot ms", "knobs"]
+    headers = ["#", "deployment", "GPUs", "avg GPUs", *[f"{name} ({UNITS[name]})" for name in objectives], "ttft ms", "tpot ms", "knobs"]
     rows = []
     for index, candidate in enumerate(list(results)[: None if pareto else TOP_N], 1):
         rows.append(
-            [index, candidate.label(), candidate.used_gpus, *[candidate.objectives.get(name) for name in objectives],
+            [index, candidate.label(), candidate.used_gpus, candidate.metrics.get("provisioned_gpus"), *[candidate.objectives.get(name) for name in objectives],
              candidate.metrics.get("mean_ttft_ms"), candidate.metrics.get("mean_tpot_ms"), _knobs(candidate)]
         )
     tallies = getattr(results, "tallies", {})

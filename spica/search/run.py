@@ -7,6 +7,7 @@ merge → results folder. Rounds interleave the branches so one pool batch holds
 
 from __future__ import annotations
 
+import itertools
 import logging
 import shutil
 import tempfile
@@ -21,7 +22,7 @@ from spica.evaluation import score
 from spica.evaluation.evaluate import Evaluation, evaluate_task
 from spica.plan import Plan, compile_plan
 from spica.planner.policies import filter_scaling_policies
-from spica.planner.predictors import predictor_sub_sweep
+from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results.ledger import STATUSES, Candidate, Journal
 from spica.results.report import write_results
 from spica.search.branches import branches_for
@@ -62,7 +63,7 @@ class BranchSearch:
     knobs: list[Knob]
     study: Study
     has_backend_param: bool
-    asked: int = 0
+    pool_size: int | None = None
 
 
 @dataclass
@@ -98,13 +99,15 @@ def _with_kept_policies(config: SmartSearchConfig) -> SmartSearchConfig:
     return SmartSearchConfig.from_mapping(data)
 
 
-def _predictor_winners(config: SmartSearchConfig) -> tuple[dict[int, tuple[str, dict[str, Any]]], dict[str, Any]]:
+def _predictor_winners(plan: Plan) -> tuple[dict[int, tuple[str, dict[str, Any]]], dict[str, Any]]:
     """SPEC §3 step 3, once per distinct throughput interval among the kept policies."""
+    config = plan.config
     policies = config.search_space.scaling_policies()
     intervals = sorted({fields["throughput_adjustment_interval_seconds"] for _, fields in policies if fields["enable_throughput_scaling"]})
     workload = config.workload
-    result = predictor_sub_sweep(
+    result = cached_predictor_sub_sweep(
         workload.trace_path,
+        plan.trace_sha256,
         intervals,
         config.search_space.load_predictors(),
         arrival_speedup_ratio=workload.arrival_speedup_ratio,
@@ -120,7 +123,8 @@ def _objectives(config: SmartSearchConfig) -> list[Objective]:
     ]
 
 
-def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> tuple[Study, bool]:
+def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> tuple[Study, bool, int | None]:
+    """The branch's study, whether backend is a dimension, and the finite pool size (if known)."""
     config = plan.config
     has_backend = len(branch.backends) > 1
     params = [Param(spec.name, spec.kind, spec.choices, spec.low, spec.high) for spec in projection.feature_params(branch)]
@@ -131,7 +135,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> 
     grid = config.sweep.algorithm == "grid"
     points = _grid_points(branch, knobs, config, params) if grid or _grid_size(branch, knobs) <= GRID_LIMIT else None
     if grid:
-        return GridStudy(points or [], objectives), has_backend
+        return GridStudy(points or [], objectives), has_backend, len(points or [])
     study = VizierStudy(
         f"spica-{branch.mode}",
         params or [Param("pinned", "categorical", choices=("only",))],
@@ -142,7 +146,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> 
         algorithm=config.sweep.designer,
         candidates=points if params else None,
     )
-    return study, has_backend
+    return study, has_backend, len(points) if points and params else None
 
 
 def _grid_size(branch: Branch, knobs: list[Knob]) -> int:
@@ -212,7 +216,7 @@ def run_smart_search(
     if measured:
         log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
 
-    winners, predictor_report = _predictor_winners(config)
+    winners, predictor_report = _predictor_winners(plan)
     branches = branches_for(config)
     # Studies live for one run: a resume replays them from the journal, asking the same
     # seeded questions and getting every finished answer back without a replay.
@@ -220,8 +224,8 @@ def run_smart_search(
     searches = []
     for branch in branches:
         knobs = branch_knobs(config, branch.mode)
-        study, has_backend = _study_for(plan, branch, knobs, storage)
-        searches.append(BranchSearch(branch, knobs, study, has_backend))
+        study, has_backend, pool_size = _study_for(plan, branch, knobs, storage)
+        searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
 
     sweep = config.sweep
     per_round = sweep.per_round
@@ -230,10 +234,15 @@ def run_smart_search(
     tally = Tally()
     ledger: list[Candidate] = []
     seen_in_run: set[str] = set()
-    meter = Progress(total=sweep.max_rounds * per_round * len(searches), target=config.goal.objectives, enabled=progress)
+    exhaustive = sweep.algorithm == "grid"  # every candidate once, however many rounds it takes
+    budget = sweep.max_rounds * per_round
+    total = sum(
+        search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches
+    )
+    meter = Progress(total=total, target=config.goal.objectives, enabled=progress)
     optimizer_seconds = 0.0
     try:
-        for round_index in range(sweep.max_rounds):
+        for round_index in itertools.count() if exhaustive else range(sweep.max_rounds):
             batch: list[tuple[BranchSearch, int, dict[str, Any], str]] = []
             followers: list[tuple[BranchSearch, int, str]] = []
             for search in searches:

@@ -93,3 +93,28 @@ def test_pareto_goal_returns_the_front_with_a_swept_concurrency(tmp_path):
     users = [c.objectives["throughput_per_user"] for c in front]
     assert users == sorted(users)  # sorted along the last objective
     assert {c.unrolled["concurrency"] for c in front.ledger} <= {2, 16}
+
+
+def test_planner_scale_down_is_credited_on_the_real_trace(tmp_path, shared_dir):
+    """Issue: a goodput_per_gpu search on the 15-minute trace finds a planner candidate whose
+    time-averaged GPUs are below its static count, and its per-GPU score uses them."""
+    config = SmartSearchConfig.from_mapping({
+        "search_space": {
+            "model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm", "gpu_budget": 16, "context_length": 32768,
+            "deployment_mode": ["agg"], "backend": ["vllm"], "parallel_configs": [{"tp": 2, "replicas": 8}],
+            "agg_max_num_batched_tokens": [16384], "agg_max_num_seqs": [256],
+            "planner_scaling_policy": ["disabled", "throughput_180_5"],
+        },
+        "workload": {"trace_path": str(shared_dir / "data" / "mooncake" / "conversation_trace_15min.jsonl")},
+        "goal": {"target": "goodput_per_gpu", "sla": {"ttft_ms": 2000, "itl_ms": 50}},
+        "sweep": {"algorithm": "grid", "parallel_evals": 1},
+    })
+    results = run_smart_search(config, results_dir=tmp_path)
+    by_policy = {c.unrolled["planner_scaling_policy"]: c for c in results.ledger}
+    static, planned = by_policy["disabled"], by_policy["throughput_180_5"]
+    assert static.metrics["provisioned_gpus"] == pytest.approx(16.0)
+    assert planned.metrics["provisioned_gpus"] < 15.0
+    goodput = planned.metrics["goodput_output_throughput_tok_s"]
+    assert planned.objectives["goodput_per_gpu"] == pytest.approx(goodput / planned.metrics["provisioned_gpus"])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["predictor_sub_sweep"]["intervals"]["180"]["winner"] == "constant_last"  # 15 min: too short
