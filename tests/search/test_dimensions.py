@@ -1,0 +1,92 @@
+"""Dead dimensions are pruned from the study; irrelevant knobs are absent from candidates."""
+
+from __future__ import annotations
+
+import pytest
+
+from spica.config import SmartSearchConfig
+from spica.search.branches import branches_for
+from spica.search.dimensions import branch_knobs, knob_params, knob_values
+from spica.search.unroll import candidate_key, unroll
+
+
+def config(space=None, workload=None, goal=None) -> SmartSearchConfig:
+    return SmartSearchConfig.from_mapping({
+        "search_space": {"model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm", "gpu_budget": 2,
+                         "context_length": 4096, **(space or {})},
+        "workload": workload or {"isl": 512, "osl": 64, "concurrency": 8},
+        "goal": goal or {"target": "throughput"},
+    })
+
+
+def searched(cfg, mode="agg") -> list[str]:
+    return [param.name for param in knob_params(branch_knobs(cfg, mode))]
+
+
+def test_round_robin_pinned_has_no_kv_router_dimensions():
+    assert searched(config({"router_mode": ["round_robin"]})) == ["agg_max_num_batched_tokens", "agg_max_num_seqs"]
+
+
+def test_kv_router_possible_adds_its_weights_but_not_offload_weights():
+    names = searched(config({"router_mode": ["kv_router", "round_robin"]}))
+    assert {"router_mode", "overlap_score_credit", "prefill_load_scale", "router_temperature"} <= set(names)
+    assert "host_cache_hit_weight" not in names
+
+
+def test_offload_adds_host_and_disk_weights():
+    names = searched(config({"router_mode": ["kv_router"], "num_g2_blocks": 1000, "kv_bytes_per_token": 262144}))
+    assert {"host_cache_hit_weight", "disk_cache_hit_weight"} <= set(names)
+
+
+def test_planner_dimensions_follow_the_kept_policies():
+    assert not {"planner_fpm_sampling", "planner_load_sensitivity"} & set(
+        searched(config({"planner_fpm_sampling": ["small", "large"], "planner_load_sensitivity": ["aggressive", "default"]}))
+    )
+    load = config({"planner_scaling_policy": ["disabled", "load_180_5"], "planner_fpm_sampling": ["small", "large"],
+                   "planner_load_sensitivity": ["aggressive", "default"]})
+    assert {"planner_scaling_policy", "planner_fpm_sampling", "planner_load_sensitivity"} <= set(searched(load))
+
+
+def test_disagg_searches_role_knobs_only():
+    names = searched(config(), mode="disagg")
+    assert "agg_max_num_seqs" not in names and "prefill_max_num_seqs" in names and "decode_max_num_seqs" in names
+    assert "decode_max_num_batched_tokens" not in names  # one value: pinned
+
+
+def test_pareto_concurrency_list_is_a_dimension():
+    cfg = config(workload={"isl": 512, "osl": 64, "concurrency": [4, 32]}, goal={"target": "pareto"})
+    assert "concurrency" in searched(cfg)
+
+
+@pytest.fixture(scope="module")
+def agg_branch():
+    cfg = config({"deployment_mode": ["agg"], "router_mode": ["kv_router", "round_robin"]})
+    return cfg, branches_for(cfg)[0]
+
+
+def test_unrolled_round_robin_candidate_has_no_router_weights(agg_branch):
+    cfg, branch = agg_branch
+    knobs = branch_knobs(cfg, "agg")
+    values = knob_values(knobs, {"agg_max_num_batched_tokens": 8192, "agg_max_num_seqs": 256, "router_mode": "round_robin",
+                                 "overlap_score_credit": 0.5, "prefill_load_scale": 1.0, "router_temperature": 0.2})
+    candidate = unroll(cfg, branch.configs[0], branch.context_length, "vllm", values, {})
+    assert candidate["router_mode"] == "round_robin"
+    assert not {"overlap_score_credit", "prefill_load_scale", "router_temperature"} & set(candidate)
+    assert candidate["planner_scaling_policy"] == "disabled" and "max_num_fpm_samples" not in candidate
+    assert candidate["agg_num_gpu_blocks"] == candidate["agg_kv_tokens"] // 64
+    assert candidate["backend_version"] and candidate["concurrency"] == 8
+    # the weights cannot change a round_robin replay, so they cannot change its identity either
+    other = unroll(cfg, branch.configs[0], branch.context_length, "vllm", {**values, "overlap_score_credit": 1.0}, {})
+    assert candidate_key(other) == candidate_key(candidate)
+
+
+def test_kv_load_concurrency_is_derived_from_capacity():
+    cfg = config({"deployment_mode": ["agg"], "router_mode": ["round_robin"]},
+                 workload={"isl": 2048, "osl": 512, "kv_load_ratio": 0.5})
+    branch = branches_for(cfg)[0]
+    parallel = branch.configs[0]
+    knobs = knob_values(branch_knobs(cfg, "agg"), {"agg_max_num_batched_tokens": 8192, "agg_max_num_seqs": 256})
+    candidate = unroll(cfg, parallel, branch.context_length, "vllm", knobs, {})
+    capacity = candidate["agg_kv_tokens"] * candidate["replicas"]
+    assert candidate["concurrency"] == int(0.5 * capacity // (2048 + 256))
+    assert candidate["kv_load_ratio"] == 0.5
