@@ -139,8 +139,8 @@ def load_plan(path: str | Path, *, check_versions: bool = True) -> Plan:
 
 def run_plan_file(plan_path: str, out_dir: str) -> str:
     """Run a verified plan and write its results folder; returns that folder. Used by runner/ jobs."""
-    from spica.search import run_smart_search  # deferred: the search stack is heavy to import
+    plan = load_plan(plan_path)  # refuse a bad plan before loading the heavy search stack
+    from spica.search import run_smart_search
 
-    plan = load_plan(plan_path)
     outcome = run_smart_search(plan, results_dir=out_dir)
     return str(outcome.results_dir)

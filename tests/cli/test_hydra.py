@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ from spica.config import SmartSearchConfig
 from spica.config.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
-TRACE = REPO.parent / "shared" / "data" / "mooncake" / "conversation_trace_15min.jsonl"
+SHARED = Path(os.environ.get("SPICA_SHARED_DIR", REPO.parent / "shared"))
+TRACE = SHARED / "data" / "mooncake" / "conversation_trace_15min.jsonl"
 
 
 def test_default_composition_is_the_embedded_search():
@@ -73,7 +75,7 @@ def test_plus_prefix_is_kept_for_non_groups():
 
 def test_plain_yaml_with_dotted_overrides(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
-    config, _ = config_from_file(str(REPO.parent / "shared" / "scenarios" / "s1_dense_budget8.yaml"), ["sweep.seed=3"])
+    config, _ = config_from_file(str(SHARED / "scenarios" / "s1_dense_budget8.yaml"), ["sweep.seed=3"])
     assert config.sweep.seed == 3 and config.search_space.model_name == "Qwen/Qwen3-32B-FP8"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,8 @@ import pytest
 from spica.config import ConfigError, SmartSearchConfig
 from spica.config import presets
 
-SCENARIOS = Path(__file__).resolve().parents[2].parent / "shared" / "scenarios"
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = Path(os.environ.get("SPICA_SHARED_DIR", REPO.parent / "shared")) / "scenarios"
 
 
 def base(**blocks):
@@ -30,7 +32,7 @@ def errors_of(data) -> list[str]:
 
 @pytest.mark.parametrize("name", ["s1_dense_budget8", "s2_trace_goodput", "s3_moe_pareto"])
 def test_shared_scenarios_load(name, monkeypatch):
-    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    monkeypatch.chdir(REPO)
     config = SmartSearchConfig.from_yaml(SCENARIOS / f"{name}.yaml")
     assert config.search_space.hardware_sku == "h200_sxm"
 

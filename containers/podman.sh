@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs (Debian packages) and configures Podman as this machine's container engine, and
+# serves its Docker-compatible API on a unix socket (for the `docker` SDK / CLI).
+# Idempotent. Needs root. Prints `export DOCKER_HOST=unix://<socket>` on stdout (progress goes
+# to stderr); the socket is ${SPICA_PODMAN_SOCKET:-/run/spica/podman.sock}.
+# Config follows what works on this kind of machine: runc (crun fails on hybrid cgroups),
+# cgroupfs manager (no systemd), no default ulimits / pids limit (not permitted here).
+set -euo pipefail
+
+socket=${SPICA_PODMAN_SOCKET:-/run/spica/podman.sock}
+packages=(podman runc catatonit debootstrap)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "podman.sh: installing ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+mkdir -p /etc/containers
+cat >/etc/containers/containers.conf <<'CONF'
+[containers]
+default_ulimits = []
+pids_limit = 0
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+CONF
+
+api_up() { curl -sf --unix-socket "$socket" http://d/_ping >/dev/null 2>&1; }
+if ! api_up; then
+  mkdir -p "$(dirname "$socket")"
+  rm -f "$socket"
+  (setsid podman system service --time=0 "unix://$socket" >/var/log/spica-podman-api.log 2>&1 &)
+  for _ in $(seq 60); do api_up && break; sleep 0.5; done
+  api_up || { echo "podman.sh: Docker API did not come up on $socket" >&2; exit 1; }
+fi
+echo "podman.sh: podman $(podman --version | awk '{print $3}') up, Docker API on $socket" >&2
+echo "export DOCKER_HOST=unix://$socket"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Starts everything Spica's tests and runner need on this machine, each step idempotent:
+# SLURM (slurm.sh), Podman and its Docker API (podman.sh), Spica's runtime image
+# (build-image.sh, cached). Prints the environment to use them on stdout:
+#   eval "$(sudo bash containers/start-services.sh)"
+# exports DOCKER_HOST and SPICA_CONTAINER_IMAGE. Arg: the venv python the image is for
+# (default <repo>/.venv/bin/python; run bin/setup first). Progress on stderr.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+python=${1:-$(dirname "$here")/.venv/bin/python}
+[[ -x $python ]] || { echo "start-services.sh: $python not found; run bin/setup first" >&2; exit 1; }
+
+bash "$here/slurm.sh"
+bash "$here/podman.sh"
+echo "export SPICA_CONTAINER_IMAGE=$(bash "$here/build-image.sh" "$python")"

@@ -1,0 +1,94 @@
+"""Run a compiled plan as a submitit job: on local processes or a SLURM node, optionally
+inside Spica's runtime container.
+
+    job = submit_plan("plan.json", "out/", cluster="slurm", slurm_partition="debug")
+    results_dir = collect(job)
+
+Preemption and time limits (SLURM): the job is Checkpointable, so submitit requeues the
+same call (always on preemption, up to max_num_timeout times on a time-out), and
+`spica.plan.run_plan_file` picks up from what out_dir already holds instead of re-running
+finished evaluations.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import submitit
+from submitit.core.utils import FailedJobError, UncompletedJobError
+
+from runner.container import Container, ContainerEngine, runtime_mounts
+from runner.executors import Cluster, make_executor
+
+
+class PlanJobFailed(RuntimeError):
+    """A plan job ended without a results directory."""
+
+
+class PlanRun(submitit.helpers.Checkpointable):
+    """The job itself. Lives in the installed package (submitit pickles it by reference:
+    a function from __main__ fails with NameError on the node)."""
+
+    def __call__(self, plan_path: str, out_dir: str) -> str:
+        from spica.plan import run_plan_file  # the lead's API; imported in the job only
+
+        return run_plan_file(plan_path, out_dir)
+
+
+def submit_plan(
+    plan_path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    cluster: Cluster = "local",
+    slurm_partition: str | None = None,
+    container_image: str | None = None,
+    container_engine: ContainerEngine = "podman",
+    timeout_min: int = 120,
+    cpus_per_task: int = 2,
+    mem_gb: float | None = None,
+    max_num_timeout: int = 3,
+    mounts: tuple[str | os.PathLike[str], ...] = (),
+    folder: str | os.PathLike[str] | None = None,
+) -> submitit.Job[str]:
+    """Submit `spica.plan.run_plan_file(plan_path, out_dir)`; returns the submitit job.
+
+    folder: submitit's job files and logs (default <out_dir>/submitit). mounts: extra host
+    directories the container must see (e.g. where the plan's trace lives); the repo, the
+    venv, the plan's directory, out_dir and folder are always mounted.
+    """
+    plan = Path(plan_path).resolve()
+    if not plan.is_file():
+        raise FileNotFoundError(f"plan_path={str(plan_path)!r}: no such file")
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    job_folder = Path(folder).resolve() if folder else out / "submitit"
+    container = (
+        Container(container_image, container_engine,
+                  runtime_mounts(plan.parent, out, job_folder, *mounts), workdir=str(out))
+        if container_image is not None else None
+    )
+    executor = make_executor(
+        job_folder, cluster=cluster, timeout_min=timeout_min, slurm_partition=slurm_partition,
+        container=container, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
+        job_name=f"spica-{plan.stem}", max_num_timeout=max_num_timeout,
+    )
+    return executor.submit(PlanRun(), str(plan), str(out))
+
+
+def collect(job: submitit.Job[str]) -> Path:
+    """Wait for a plan job and return its results directory; a failure becomes one line
+    naming the job, the error and where its log is."""
+    try:
+        return Path(job.result())
+    except (FailedJobError, UncompletedJobError) as error:
+        raise PlanJobFailed(f"plan job {job.job_id} failed: {_last_error_line(error)} (log: {job.paths.stderr})") from error
+
+
+def _last_error_line(error: Exception) -> str:
+    """The job's own exception line: submitit puts the job's traceback between dashed rules,
+    followed by where the logs are."""
+    parts = str(error).split("-" * 22)
+    body = parts[1] if len(parts) >= 3 else parts[0]
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__

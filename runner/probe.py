@@ -1,0 +1,63 @@
+"""Where did a job really run? A tiny job that reports its interpreter, host, SLURM job and
+container, to check a cluster or container setup before launching real work:
+
+    python -m runner.probe --cluster slurm [--partition debug] [--container-image IMAGE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import sys
+from pathlib import Path
+from tempfile import mkdtemp
+
+from runner.container import Container, runtime_mounts
+from runner.executors import make_executor
+
+
+def describe_environment() -> dict[str, str]:
+    """Facts about the process this runs in (call it inside a job)."""
+    os_release = Path("/etc/os-release")
+    pretty = next(
+        (line.split("=", 1)[1].strip().strip('"') for line in os_release.read_text().splitlines()
+         if line.startswith("PRETTY_NAME=")),
+        "",
+    ) if os_release.exists() else ""
+    return {
+        "python": sys.executable,
+        "python_version": platform.python_version(),
+        "venv": sys.prefix,
+        "hostname": socket.gethostname(),
+        "os": pretty,
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
+        # podman (and enroot, systemd-nspawn) tell a process it is inside a container this way
+        "container": os.environ.get("container", ""),
+        "spica_code": str(Path(__file__).resolve().parents[1]),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m runner.probe", description=__doc__.splitlines()[0])
+    parser.add_argument("--cluster", choices=["local", "slurm"], default="local")
+    parser.add_argument("--partition", default=None)
+    parser.add_argument("--container-image", default=None)
+    parser.add_argument("--container-engine", choices=["podman", "pyxis"], default="podman")
+    parser.add_argument("--folder", default=None, help="submitit folder (default: a new temp dir)")
+    args = parser.parse_args(argv)
+    folder = Path(args.folder or mkdtemp(prefix="spica-probe-")).resolve()
+    container = (
+        Container(args.container_image, args.container_engine, runtime_mounts(folder), str(folder))
+        if args.container_image else None
+    )
+    executor = make_executor(folder, cluster=args.cluster, timeout_min=5,
+                             slurm_partition=args.partition, container=container, job_name="spica-probe")
+    job = executor.submit(describe_environment)
+    print(json.dumps({"job_id": job.job_id, **job.result()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""A submitit-backed evaluation pool for the distributed engine: each item of a `map` becomes
+one task of a SLURM job array, at most `max_parallel` running at once.
+
+Pool protocol (shared with the local process pool): `map(fn, items)` returns the results in
+item order, and an exception raised by one item is returned in its place as the exception
+object (its traceback attached as a note), so one bad candidate never sinks a round;
+`close()` cancels what is still running. `fn` must be importable from the installed package
+(submitit pickles functions by reference; one from __main__ fails with NameError on the node)
+and must be pure: an item is re-run from scratch when its job is requeued.
+
+Interruption: a preempted task is requeued by SLURM and re-runs its item; a task that hits
+`timeout_min` is not requeued, its item comes back as submitit's UncompletedJobError (the
+per-candidate time cap). submitit counts a signal after min(0.8*T, T - 10 min) of a T-minute
+limit as a time-out, so keep timeout_min >= 15 where preemption happens. Task failures outside `fn` (node failure, scancel, out of memory)
+come back as FailedJobError / UncompletedJobError, detected through SLURM accounting (sacct).
+If the driver itself dies, the running tasks finish on their own; resuming a search without
+re-running finished evaluations is the ledger's job, not the pool's.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import submitit
+
+from runner.container import Container, ContainerEngine, runtime_mounts
+from runner.executors import make_executor
+
+
+class _ReturnExceptions(submitit.helpers.Checkpointable):
+    """Runs fn(item) in the task and returns what it raised instead of raising it."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, item: Any) -> Any:
+        try:
+            return self.fn(item)
+        except Exception as error:  # noqa: BLE001 - the protocol returns every failure
+            return _transportable(error)
+
+
+def _transportable(error: Exception) -> Exception:
+    """The error with its traceback as a note, or a RuntimeError naming it when the error
+    itself would not survive the trip back (unpicklable arguments, custom __init__)."""
+    where = f"raised in SLURM job {os.environ.get('SLURM_JOB_ID', '?')}:\n"
+    note = where + "".join(traceback.format_exception(error))
+    try:
+        pickle.loads(cloudpickle.dumps(error))
+    except Exception:  # noqa: BLE001 - any failure to round-trip means: send a stand-in
+        error = RuntimeError(f"{type(error).__name__}: {error}")
+    error.add_note(note)
+    return error
+
+
+class SlurmPool:
+    """Evaluate items as SLURM array tasks; see the module docstring for the protocol."""
+
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        slurm_partition: str | None = None,
+        max_parallel: int = 16,
+        container_image: str | None = None,
+        container_engine: ContainerEngine = "podman",
+        timeout_min: int = 30,
+        cpus_per_task: int = 1,
+        mem_gb: float | None = None,
+        mounts: tuple[str | os.PathLike[str], ...] = (),
+    ) -> None:
+        if max_parallel < 1:
+            raise ValueError(f"max_parallel={max_parallel} must be >= 1")
+        job_folder = Path(folder).resolve()
+        container = (
+            Container(container_image, container_engine, runtime_mounts(job_folder, *mounts),
+                      workdir=str(job_folder))
+            if container_image is not None else None
+        )
+        self._executor = make_executor(
+            job_folder, cluster="slurm", timeout_min=timeout_min, slurm_partition=slurm_partition,
+            container=container, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
+            job_name="spica-eval", max_num_timeout=0,
+        )
+        self._executor.update_parameters(array_parallelism=max_parallel)
+        self._running: list[submitit.Job[Any]] = []
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """fn over items as one job array; results (or exception objects) in item order."""
+        if not items:
+            return []
+        self._running = self._executor.map_array(_ReturnExceptions(fn), list(items))
+        try:
+            return [_outcome(job) for job in self._running]
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            self._running = []
+
+    def close(self) -> None:
+        """Cancel tasks still queued or running (after an interrupted map)."""
+        for job in self._running:
+            if not job.done():
+                job.cancel(check=False)
+        self._running = []
+
+    def __enter__(self) -> SlurmPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _outcome(job: submitit.Job[Any]) -> Any:
+    try:
+        return job.result()
+    except Exception as error:  # noqa: BLE001 - infrastructure failures are results too
+        return error

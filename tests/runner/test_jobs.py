@@ -1,0 +1,55 @@
+"""Jobs on the real infrastructure: SLURM, and Spica's runtime image under podman."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import docker
+import pytest
+
+from runner.container import Container, runtime_mounts
+from runner.executors import make_executor
+from runner.probe import describe_environment
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.e2e
+
+
+def _in_container(image: str, folder: Path) -> Container:
+    return Container(image, "podman", runtime_mounts(folder), workdir=str(folder))
+
+
+def test_slurm_job_returns_its_value_from_a_slurm_node(slurm_partition, tmp_path):
+    executor = make_executor(tmp_path, cluster="slurm", timeout_min=5, slurm_partition=slurm_partition)
+    job = executor.submit(describe_environment)
+    report = job.result()
+    assert report["slurm_job_id"] == job.job_id
+    assert report["python"] == sys.executable
+
+
+def test_local_job_in_the_container_runs_the_image_python_and_sees_the_mounted_repo(runtime_image, tmp_path):
+    executor = make_executor(tmp_path, cluster="local", timeout_min=5, container=_in_container(runtime_image, tmp_path))
+    report = executor.submit(describe_environment).result()
+    assert report["container"] == "podman"
+    assert report["python"] == sys.executable  # the venv, bind-mounted at its host path
+    assert report["python_version"] == describe_environment()["python_version"]
+    assert report["spica_code"] == str(REPO)  # runner/ imported from the mounted repo
+
+
+def test_slurm_job_in_the_container(slurm_partition, runtime_image, tmp_path):
+    container = _in_container(runtime_image, tmp_path)
+    executor = make_executor(tmp_path, cluster="slurm", timeout_min=5, slurm_partition=slurm_partition, container=container)
+    job = executor.submit(describe_environment)
+    report = job.result()
+    assert (report["container"], report["slurm_job_id"]) == ("podman", job.job_id)
+
+
+def test_docker_api_runs_the_image_with_a_bind_mount(docker_host, runtime_image, tmp_path):
+    (tmp_path / "hello.txt").write_text("from the host")
+    client = docker.DockerClient(base_url=docker_host)
+    output = client.containers.run(
+        runtime_image, ["python3", "-c", "print(open('/mnt/hello.txt').read())"],
+        volumes={str(tmp_path): {"bind": "/mnt", "mode": "ro"}}, remove=True,
+    )
+    assert output.decode().strip() == "from the host"

@@ -1,0 +1,44 @@
+"""submit_plan / collect: a compiled plan run as a submitit job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import spica.plan
+from runner.launch import PlanJobFailed, collect, submit_plan
+
+
+def test_missing_plan_is_one_line(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"^plan_path='nope.yaml': no such file$"):
+        submit_plan("nope.yaml", tmp_path / "out")
+
+
+def test_a_failing_plan_job_names_the_job_the_error_and_its_log(tmp_path):
+    not_a_plan = tmp_path / "plan.yaml"
+    not_a_plan.write_text("hello: world\n")
+    job = submit_plan(not_a_plan, tmp_path / "out", cluster="local", timeout_min=5)
+    with pytest.raises(PlanJobFailed, match=rf"^plan job {job.job_id} failed: .*not a Spica plan.*\(log: .*\.err\)$"):
+        collect(job)
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not hasattr(spica.plan, "run_plan_file"), reason="spica.plan.run_plan_file not written yet")
+def test_a_compiled_plan_runs_as_a_local_job_and_returns_its_results_folder(tmp_path):
+    from spica.config import SmartSearchConfig
+
+    config = SmartSearchConfig.from_mapping({
+        "search_space": {
+            "model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm", "gpu_budget": 1,
+            "deployment_mode": ["agg"], "backend": ["vllm"], "parallel_configs": [{"tp": 1, "replicas": 1}],
+            "agg_max_num_batched_tokens": [8192], "agg_max_num_seqs": [256],
+            "router_mode": ["round_robin"], "planner_scaling_policy": ["disabled"],
+        },
+        "workload": {"isl": 512, "osl": 64, "concurrency": 4, "num_request_ratio": 5},
+        "sweep": {"max_rounds": 1, "parallel_evals": 1, "algorithm": "grid", "seed": 3},
+    })
+    plan = spica.plan.compile_plan(config).write(tmp_path / "plan.yaml")
+    results = collect(submit_plan(plan, tmp_path / "out", cluster="local", timeout_min=10))
+    assert results == tmp_path / "out"
+    assert any(Path(results).iterdir())
