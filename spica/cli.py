@@ -24,7 +24,8 @@ from spica.config import ConfigError, SmartSearchConfig
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("model", "system", "backend", "mode", "router", "planner", "workload", "goal", "sweep")
-APP_KEYS = ("results_dir",)
+APP_KEYS = ("results_dir", "evaluation")
+EXECUTORS = ("local", "slurm")
 EXIT_USAGE = 2
 
 
@@ -89,10 +90,30 @@ def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchCo
     return config_from_container(data)
 
 
-def _search_and_report(config: SmartSearchConfig, results_dir: str | None) -> None:
+def evaluation_pool(settings: dict[str, Any] | None, results_dir: str | None) -> Any:
+    """None (Spica's local pool) or a SLURM pool: evaluations as job arrays on the cluster."""
+    settings = dict(settings or {})
+    executor = settings.pop("executor", "local")
+    if executor not in EXECUTORS:
+        raise ConfigError([f"evaluation.executor: {executor!r} is not one of {', '.join(EXECUTORS)}"])
+    if executor == "local":
+        return None
+    from runner.slurm_pool import SlurmPool
+
+    folder = Path(results_dir or ".") / "slurm"
+    return SlurmPool(folder, slurm_partition=settings.get("slurm_partition"), max_parallel=int(settings.get("max_parallel") or 16),
+                     container_image=settings.get("container_image"))
+
+
+def _search_and_report(config: SmartSearchConfig, app: dict[str, Any], results_dir: str | None) -> None:
     from spica.search import run_smart_search
 
-    run_smart_search(config, results_dir=results_dir, progress=True)
+    pool = evaluation_pool(app.get("evaluation"), results_dir)
+    try:
+        run_smart_search(config, results_dir=results_dir, pool=pool, progress=True)
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 def _config_for(args: argparse.Namespace) -> tuple[SmartSearchConfig, dict[str, Any]]:
@@ -149,7 +170,7 @@ def _run_file(argv: Sequence[str]) -> None:
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. sweep.seed=3")
     args = parser.parse_args(argv)
     config, app = config_from_file(args.config_file, args.overrides)
-    _search_and_report(config, args.results_dir or app.get("results_dir"))
+    _search_and_report(config, app, args.results_dir or app.get("results_dir"))
 
 
 def _hydra_app() -> None:
@@ -160,7 +181,7 @@ def _hydra_app() -> None:
     def app(cfg: DictConfig) -> None:
         with _user_errors():
             config, extra = config_from_container(_to_container(cfg))
-            _search_and_report(config, extra.get("results_dir") or HydraConfig.get().runtime.output_dir)
+            _search_and_report(config, extra, extra.get("results_dir") or HydraConfig.get().runtime.output_dir)
 
     sys.argv = [sys.argv[0], *normalise_overrides(sys.argv[1:])]
     app()

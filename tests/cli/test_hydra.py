@@ -26,7 +26,7 @@ def test_default_composition_is_the_embedded_search():
     assert space.backend == ["vllm", "sglang"] and space.deployment_mode == ["agg", "disagg"]
     assert config.workload.concurrency == 32 and config.goal.target == "throughput_per_gpu"
     assert (config.sweep.max_rounds, config.sweep.per_round) == (4, 2)
-    assert app == {"results_dir": None}
+    assert app["results_dir"] is None and app["evaluation"]["executor"] == "local"
 
 
 def test_overrides_from_the_issue():

@@ -1,0 +1,35 @@
+"""The distributed engine: a real search whose candidate replays run as SLURM job arrays."""
+
+from __future__ import annotations
+
+import pytest
+
+from spica.cli import evaluation_pool
+from spica.config import ConfigError, SmartSearchConfig
+from spica.search import run_smart_search
+
+pytestmark = pytest.mark.e2e
+
+
+def test_candidate_evaluations_fan_out_over_slurm(tmp_path, slurm_partition):
+    config = SmartSearchConfig.from_mapping({
+        "search_space": {"model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm", "gpu_budget": 2,
+                         "context_length": 4096, "deployment_mode": ["agg"], "backend": ["vllm"],
+                         "agg_max_num_batched_tokens": [8192], "agg_max_num_seqs": [64]},
+        "workload": {"isl": 512, "osl": 32, "concurrency": 8, "num_request_ratio": 2},
+        "goal": {"target": "throughput_per_gpu"},
+        "sweep": {"algorithm": "grid", "parallel_evals": 2},
+    })
+    pool = evaluation_pool({"executor": "slurm", "slurm_partition": slurm_partition, "max_parallel": 2}, str(tmp_path))
+    try:
+        results = run_smart_search(config, results_dir=tmp_path / "results", pool=pool)
+    finally:
+        pool.close()
+    assert len(results.ledger) == 3  # TP1 x1, TP1 x2, TP2 x1 under a budget of 2
+    assert all(candidate.feasible for candidate in results.ledger)
+    assert list((tmp_path / "slurm").rglob("*_result.pkl")), "the replays ran as SLURM jobs"
+
+
+def test_unknown_executor_is_a_config_error():
+    with pytest.raises(ConfigError, match="evaluation.executor: 'k8s' is not one of local, slurm"):
+        evaluation_pool({"executor": "k8s"}, None)
