@@ -6,12 +6,17 @@ package root stays import-light: heavy layers (Replay, Vizier, AI Configurator) 
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 # Dynamo logs every timing-table load and planner start; a search makes hundreds. Keep its
 # errors unless the user chose a level (DYN_LOG=info to see everything).
 os.environ.setdefault("DYN_LOG", "error")
+# AI Configurator / AIS perf databases warn about data provenance (fallback rows, sibling
+# versions) once per process: every worker would repeat it, and nothing in it is actionable.
+for _chatty in ("aiconfigurator_core", "aisimulate_core", "absl"):
+    logging.getLogger(_chatty).setLevel(logging.ERROR)
 
 __version__ = "0.1.0"
 __all__ = ["run_smart_search", "SmartSearchConfig", "__version__"]

@@ -179,6 +179,7 @@ def _hydra_app() -> None:
 
     @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
     def app(cfg: DictConfig) -> None:
+        logging.getLogger().setLevel(logging.WARNING)  # Hydra sets the root to INFO; libraries stay quiet
         with _user_errors():
             config, extra = config_from_container(_to_container(cfg))
             _search_and_report(config, extra, extra.get("results_dir") or HydraConfig.get().runtime.output_dir)
