@@ -63,7 +63,8 @@ def test_search_ranks_feasible_candidates_best_first(tmp_path):
 
 
 def test_failures_are_told_as_infeasible_not_low_scores(tmp_path):
-    config = small(sweep={"candidate_timeout_s": 0.001})  # every replay exceeds its cap
+    # 4,000 requests take well over 5 ms to replay: every candidate exceeds its cap
+    config = small(workload={"num_request_ratio": 500}, sweep={"candidate_timeout_s": 0.005})
     results = run_smart_search(config, results_dir=tmp_path)
     assert list(results) == []
     assert {candidate.status for candidate in results.ledger} == {"failed"}
