@@ -20,11 +20,13 @@ class Progress:
         self.started = time.monotonic()
         self.done = 0
         self.best: float | None = None
+        self.feasible = 0
         self.round = 0
         self._tty = self.stream.isatty()
 
     def update(self, round_number: int, candidate: Candidate) -> None:
         self.done += 1
+        self.feasible += candidate.feasible
         if candidate.feasible and candidate.score is not None and (self.best is None or candidate.score > self.best):
             self.best = candidate.score
         new_round = round_number != self.round
@@ -35,9 +37,12 @@ class Progress:
     def line(self) -> str:
         elapsed = time.monotonic() - self.started
         remaining = elapsed / self.done * (self.total - self.done) if self.done else 0.0
-        best = f"{self.best:,.2f} {self.target[0]}" if self.best is not None else "-"
+        if len(self.target) > 1:  # pareto: no single best; say how much is feasible
+            best = f"{self.feasible} feasible for the front"
+        else:
+            best = f"best {self.best:,.2f} {self.target[0]}" if self.best is not None else "best -"
         return (
-            f"round {self.round} | {self.done}/{self.total} evaluations | best {best} | "
+            f"round {self.round} | {self.done}/{self.total} evaluations | {best} | "
             f"elapsed {elapsed:,.0f}s | ETA {max(remaining, 0):,.0f}s"
         )
 
