@@ -1,0 +1,165 @@
+"""Finite candidate sets in Vizier's terms, and the space-filling designers that use them.
+
+Spica's projected pool of valid configurations is finite (and often small). A designer
+that picks from it directly never wastes a trial on a point that projects onto one
+already measured, and knows when the space is exhausted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from vizier import algorithms as vza
+from vizier import pyvizier as vz
+from vizier._src.algorithms.designers import quasi_random
+from vizier._src.algorithms.designers import random as random_designer
+from vizier.pyvizier.converters import jnp_converters
+
+ParameterKey = tuple[Any, ...]
+Converter = jnp_converters.TrialToContinuousAndCategoricalConverter
+
+_HALTON_SKIP = 1000  # Vizier's own default: skips the correlated head of the sequence
+
+
+@dataclass(frozen=True)
+class Features:
+    """GP inputs in NumPy: continuous features scaled to [0, 1], categorical as indices."""
+
+    continuous: np.ndarray
+    categorical: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.continuous)
+
+    def take(self, rows: Sequence[int]) -> Features:
+        rows = np.asarray(rows, dtype=int)
+        return Features(self.continuous[rows], self.categorical[rows])
+
+    def stack(self, other: Features) -> Features:
+        return Features(
+            np.vstack([self.continuous, other.continuous]), np.vstack([self.categorical, other.categorical])
+        )
+
+
+def feature_converter(problem: vz.ProblemStatement) -> Converter:
+    """Vizier's GP encoding (the one its GP designers use), in its NumPy-only form."""
+    return Converter.from_study_config(
+        problem, scale=True, max_discrete_indices=0, flip_sign_for_minimization_metrics=True
+    )
+
+
+def features_of(converter: Converter, trials: Sequence[vz.TrialSuggestion]) -> Features:
+    raw = converter.to_features(trials)
+    return Features(np.asarray(raw.continuous), np.asarray(raw.categorical))
+
+
+def parameter_key(parameters: vz.ParameterDict, names: Sequence[str]) -> ParameterKey:
+    """Identity of a point in Vizier's terms (numbers as float: the client returns ints as floats)."""
+    return tuple(_value_key(parameters[name].value) for name in names)
+
+
+def _value_key(value: Any) -> Any:
+    return value if isinstance(value, str) else float(value)
+
+
+def used_keys(trials: Sequence[vz.Trial], names: Sequence[str]) -> set[ParameterKey]:
+    return {parameter_key(t.parameters, names) for t in trials}
+
+
+@dataclass(frozen=True)
+class CandidateSet:
+    """A finite set of points in Vizier's parameters, with their GP features computed once."""
+
+    names: tuple[str, ...]
+    parameters: tuple[vz.ParameterDict, ...]
+    features: Features
+    keys: tuple[ParameterKey, ...]
+
+    @classmethod
+    def build(cls, problem: vz.ProblemStatement, points: Sequence[Mapping[str, Any]]) -> CandidateSet:
+        names = tuple(pc.name for pc in problem.search_space.parameters)
+        parameters = tuple(vz.ParameterDict(point) for point in points)
+        features = features_of(feature_converter(problem), [vz.TrialSuggestion(p) for p in parameters])
+        return cls(names, parameters, features, tuple(parameter_key(p, names) for p in parameters))
+
+    def __len__(self) -> int:
+        return len(self.parameters)
+
+    def unused_mask(self, used: set[ParameterKey]) -> np.ndarray:
+        return np.array([key not in used for key in self.keys], dtype=bool)
+
+
+def quasi_random_suggestions(
+    problem: vz.ProblemStatement,
+    candidates: CandidateSet | None,
+    used: set[ParameterKey],
+    count: int,
+    *,
+    seed: int,
+    offset: int,
+) -> list[vz.TrialSuggestion]:
+    """Halton points (continuing the sequence after `offset` points); with candidates, each
+    snapped to the nearest unused candidate so the points cover the valid set evenly."""
+    halton = quasi_random.QuasiRandomDesigner(
+        problem.search_space, seed=seed, skip_points=_HALTON_SKIP + offset
+    ).suggest(count)
+    if candidates is None:
+        return list(halton)
+    available = candidates.unused_mask(used)
+    points = features_of(feature_converter(problem), halton)
+    pool = candidates.features
+    picks = []
+    for continuous, categorical in zip(points.continuous, points.categorical):
+        if not available.any():
+            break
+        distance = np.sum((pool.continuous - continuous) ** 2, axis=1) + np.sum(pool.categorical != categorical, axis=1)
+        index = int(np.argmin(np.where(available, distance, np.inf)))
+        available[index] = False
+        picks.append(vz.TrialSuggestion(candidates.parameters[index]))
+    return picks
+
+
+class SpaceFillingDesigner(vza.Designer):
+    """Vizier's random / quasi-random search, restricted to the unused candidates when given.
+
+    Stateless between calls like every designer here: `salt` (the study's trial count)
+    continues the random stream / Halton sequence reproducibly.
+    """
+
+    def __init__(
+        self, problem: vz.ProblemStatement, candidates: CandidateSet | None, *, quasi: bool, seed: int, salt: int
+    ) -> None:
+        self._problem = problem
+        self._candidates = candidates
+        self._quasi = quasi
+        self._seed = seed
+        self._salt = salt
+        self._trials: list[vz.Trial] = []
+
+    def update(self, completed: vza.CompletedTrials, all_active: vza.ActiveTrials) -> None:
+        self._trials.extend(completed.trials)
+        self._trials.extend(all_active.trials)
+
+    def suggest(self, count: int | None = None) -> Sequence[vz.TrialSuggestion]:
+        count = count or 1
+        names = tuple(pc.name for pc in self._problem.search_space.parameters)
+        used = used_keys(self._trials, names)
+        if self._quasi:
+            return quasi_random_suggestions(
+                self._problem, self._candidates, used, count, seed=self._seed, offset=self._salt
+            )
+        stream = _stream_seed(self._seed, self._salt)
+        if self._candidates is None:
+            return random_designer.RandomDesigner(self._problem.search_space, seed=stream).suggest(count)
+        unused = np.flatnonzero(self._candidates.unused_mask(used))
+        chosen = np.random.default_rng(stream).choice(unused, size=min(count, unused.size), replace=False)
+        return [vz.TrialSuggestion(self._candidates.parameters[int(i)]) for i in chosen]
+
+
+def _stream_seed(seed: int, salt: int) -> int:
+    """A 32-bit seed for call number `salt` of a study seeded `seed` (RandomState needs < 2**32)."""
+    digest = hashlib.sha256(f"{seed}:{salt}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")

@@ -1,0 +1,143 @@
+"""The in-process Vizier service behind every VizierStudy: one per storage directory.
+
+Each storage directory gets its own VizierServicer over a SQLite file in it (Vizier's
+default database lives inside site-packages) and its own Pythia service whose policy
+factory builds Spica's seeded designers. Keeping the servicer per directory, instead of
+Vizier's process-wide one, lets several runs (and tests) use separate databases in one
+process. Studies still go through Vizier's real client, datastore and Pythia path.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from spica.study.jax_setup import configure_jax
+
+configure_jax()  # before Vizier/JAX create any array: its GP code needs float64
+
+import jax  # noqa: E402
+from vizier import algorithms as vza  # noqa: E402
+from vizier import pythia  # noqa: E402
+from vizier import pyvizier as vz  # noqa: E402
+from vizier._src.algorithms.designers import gp_ucb_pe  # noqa: E402
+from vizier._src.service import pythia_service, resources, vizier_client, vizier_service  # noqa: E402
+from vizier._src.service import study_pb2, vizier_service_pb2  # noqa: E402
+from vizier.service import clients  # noqa: E402
+from vizier.service import pyvizier as svz  # noqa: E402
+
+from spica.study.candidates import CandidateSet, SpaceFillingDesigner  # noqa: E402
+from spica.study.fast_designer import FastDesigner, FastSettings  # noqa: E402
+
+OWNER = "spica"
+DATABASE_FILE = "vizier.sqlite"
+
+# Spica's algorithm names -> the name stored in the Vizier study (Vizier's own for "default").
+ALGORITHMS = {
+    "fast": "SPICA_FAST",
+    "default": "DEFAULT",
+    "random": "SPICA_RANDOM",
+    "quasi_random": "SPICA_QUASI_RANDOM",
+}
+
+
+@dataclass(frozen=True)
+class DesignerSpec:
+    """How to build the designer of one study; registered when the study is opened."""
+
+    algorithm: str
+    seed: int
+    candidates: CandidateSet | None
+    settings: FastSettings
+
+    def designer(self, problem: vz.ProblemStatement, salt: int) -> vza.Designer:
+        """A designer for the call made when the study holds `salt` trials."""
+        if self.algorithm == "fast":
+            return FastDesigner(problem, self.candidates, seed=self.seed, salt=salt, settings=self.settings)
+        if self.algorithm == "default":
+            rng = jax.random.fold_in(jax.random.PRNGKey(self.seed), salt)
+            return gp_ucb_pe.VizierGPUCBPEBandit(problem, rng=rng)
+        quasi = self.algorithm == "quasi_random"
+        return SpaceFillingDesigner(problem, self.candidates, quasi=quasi, seed=self.seed, salt=salt)
+
+
+class SeededDesignerPolicy(pythia.Policy):
+    """Vizier's DesignerPolicy, with the designer seeded per call for reproducible studies."""
+
+    def __init__(self, supporter: pythia.PolicySupporter, make: Callable[[vz.ProblemStatement, int], vza.Designer]):
+        self._supporter = supporter
+        self._make = make
+
+    def suggest(self, request: pythia.SuggestRequest) -> pythia.SuggestDecision:
+        designer = self._make(request.study_config, request.max_trial_id)
+        completed = self._supporter.GetTrials(status_matches=vz.TrialStatus.COMPLETED)
+        active = self._supporter.GetTrials(status_matches=vz.TrialStatus.ACTIVE)
+        designer.update(vza.CompletedTrials(completed), vza.ActiveTrials(active))
+        return pythia.SuggestDecision(designer.suggest(request.count), metadata=vz.MetadataDelta())
+
+    def early_stop(self, request: pythia.EarlyStopRequest) -> pythia.EarlyStopDecisions:
+        raise NotImplementedError("Spica studies do not stop trials early")
+
+    @property
+    def name(self) -> str:
+        return "SeededDesignerPolicy"
+
+
+class SpicaPolicyFactory(pythia.PolicyFactory):
+    """Pythia policy factory that knows each open study's designer spec."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, DesignerSpec] = {}
+
+    def register(self, study_name: str, spec: DesignerSpec) -> None:
+        self._specs[study_name] = spec
+
+    def __call__(
+        self,
+        problem_statement: vz.ProblemStatement,
+        algorithm: str,
+        policy_supporter: pythia.PolicySupporter,
+        study_name: str,
+    ) -> pythia.Policy:
+        if study_name not in self._specs:
+            raise KeyError(f"study {study_name!r} was not opened through VizierStudy in this process")
+        return SeededDesignerPolicy(policy_supporter, self._specs[study_name].designer)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A Vizier service over one SQLite file, and the policy factory it suggests with."""
+
+    service: vizier_service.VizierServicer
+    policies: SpicaPolicyFactory
+
+    def open_study(self, config: svz.StudyConfig, study_id: str, spec: DesignerSpec) -> clients.Study:
+        """Creates the study, or loads it (with all its trials) if the id exists."""
+        name = resources.StudyResource(OWNER, study_id).name
+        self.policies.register(name, spec)
+        request = vizier_service_pb2.CreateStudyRequest(
+            parent=resources.OwnerResource(OWNER).name,
+            study=study_pb2.Study(display_name=study_id, study_spec=config.to_proto()),
+        )
+        created = self.service.CreateStudy(request)
+        return clients.Study(vizier_client.VizierClient(created.name, clients.UNUSED_CLIENT_ID, self.service))
+
+
+_ENGINES: dict[Path, Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def engine_for(storage_dir: Path) -> Engine:
+    """The engine for `storage_dir` (created on first use; one per directory per process)."""
+    directory = Path(storage_dir).expanduser().resolve()
+    with _ENGINES_LOCK:
+        if directory not in _ENGINES:
+            directory.mkdir(parents=True, exist_ok=True)
+            service = vizier_service.VizierServicer(database_url=f"sqlite:///{directory / DATABASE_FILE}")
+            policies = SpicaPolicyFactory()
+            service.default_pythia_service = pythia_service.PythiaServicer(service, policies)
+            _ENGINES[directory] = Engine(service, policies)
+        return _ENGINES[directory]
+

@@ -1,0 +1,155 @@
+"""A Spica study backed by a real Vizier study (in-process service, SQLite on disk).
+
+Resumable: opening the same study id again (in any process) loads every trial, and
+trials that were asked but never told are handed out again by the next ask().
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from vizier import pyvizier as vz
+from vizier.service import clients
+from vizier.service import pyvizier as svz
+
+from spica.study import engine, vizier_space
+from spica.study.base import Trial, best_trials, check_ask_count, told_outcome
+from spica.study.candidates import CandidateSet
+from spica.study.fast_designer import FastSettings
+from spica.study.params import Objective, Param, Suggestion, check_objectives, check_params, coerce_point, point_key
+
+_POOL_AWARE = ("fast", "random", "quasi_random")  # pick only from the candidates, each once
+
+
+class VizierStudy:
+    """One Vizier study; `algorithm` is "fast" (Spica's designer), "default" (Vizier's
+    GP-UCB-PE), "random" or "quasi_random".
+
+    `fingerprint` (the caller's plan fingerprint) is part of the Vizier study id, with a
+    digest of this study's own definition: Vizier silently keeps an existing study's
+    config when an id is reused, so a changed plan or space must never map to an old id.
+    `candidates` (optional) is the finite set of valid points; pool-aware algorithms
+    pick only from it, each point once, and ask() returns fewer once it is used up.
+    """
+
+    def __init__(
+        self,
+        study_id: str,
+        params: Sequence[Param],
+        objectives: Sequence[Objective],
+        *,
+        seed: int,
+        storage_dir: Path,
+        fingerprint: str,
+        algorithm: str = "fast",
+        candidates: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        check_params(params)
+        check_objectives(objectives)
+        for label, value in (("study_id", study_id), ("fingerprint", fingerprint)):
+            if not value or "/" in value:
+                raise ValueError(f"{label}: {value!r} must be a non-empty string without '/'")
+        if algorithm not in engine.ALGORITHMS:
+            raise ValueError(f"algorithm: {algorithm!r} is not one of {list(engine.ALGORITHMS)}")
+        self._params = tuple(params)
+        self._objectives = tuple(objectives)
+        self._algorithm = algorithm
+        self._pool = _unique_points(self._params, candidates) if candidates is not None else None
+        if self._pool is not None and not self._pool:
+            raise ValueError("candidates: empty; pass None to search the whole space")
+        self._vizier_id = f"{study_id}.{fingerprint}.{self._definition_digest(seed)}"
+        self._study = self._open(seed, Path(storage_dir))
+        self._trials = {t.id: self._record(t) for t in self._study.trials().get()}
+        self._undelivered = [i for i, t in sorted(self._trials.items()) if t.status == "pending"]
+
+    def _open(self, seed: int, storage_dir: Path) -> clients.Study:
+        problem = vizier_space.problem_statement(self._params, self._objectives)
+        config = svz.StudyConfig.from_problem(problem)
+        config.algorithm = engine.ALGORITHMS[self._algorithm]
+        pool = None
+        if self._pool is not None and self._algorithm in _POOL_AWARE:
+            pool = CandidateSet.build(problem, [vizier_space.to_vizier(self._params, p) for p in self._pool])
+        spec = engine.DesignerSpec(self._algorithm, seed, pool, FastSettings())
+        return engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
+
+    @property
+    def objectives(self) -> tuple[Objective, ...]:
+        return self._objectives
+
+    @property
+    def vizier_study_id(self) -> str:
+        """The id of the underlying Vizier study (owner "spica")."""
+        return self._vizier_id
+
+    def ask(self, n: int) -> list[Suggestion]:
+        check_ask_count(n)
+        resumed, self._undelivered = self._undelivered[:n], self._undelivered[n:]
+        wanted = n - len(resumed)
+        if self._pool is not None and self._algorithm in _POOL_AWARE:
+            wanted = min(wanted, self._unused_candidates())
+        fresh = []
+        if wanted > 0:
+            # A fresh client id per call: Vizier first re-serves a client's still-active trials.
+            client_id = f"ask-{max(self._trials, default=0)}"
+            for trial in self._study.suggest(count=wanted, client_id=client_id):
+                record = self._record(trial.materialize())
+                self._trials[record.trial_id] = record
+                fresh.append(record.trial_id)
+        return [Suggestion(i, dict(self._trials[i].params)) for i in resumed + sorted(fresh)]
+
+    def tell(
+        self, trial_id: int, metrics: Mapping[str, float] | None, infeasible_reason: str | None = None
+    ) -> None:
+        if trial_id not in self._trials:
+            raise KeyError(f"tell: unknown trial id {trial_id}; this study has ids {sorted(self._trials)}")
+        told = told_outcome(self._trials[trial_id], self._objectives, metrics, infeasible_reason)
+        trial = self._study.get_trial(trial_id)
+        if told.status == "completed":
+            trial.complete(vz.Measurement(metrics=dict(told.metrics)))
+        else:
+            trial.complete(infeasible_reason=told.infeasible_reason)
+        self._trials[trial_id] = told
+        if trial_id in self._undelivered:
+            self._undelivered.remove(trial_id)
+
+    def best(self) -> list[Trial]:
+        return best_trials(self.trials(), self._objectives)
+
+    def trials(self) -> list[Trial]:
+        return [self._trials[i] for i in sorted(self._trials)]
+
+    def _unused_candidates(self) -> int:
+        """How many candidates no trial has used yet (pool-aware designers pick only these)."""
+        used = {point_key(self._params, t.params) for t in self._trials.values()}
+        return sum(point_key(self._params, p) not in used for p in self._pool)
+
+    def _record(self, trial: vz.Trial) -> Trial:
+        """A Vizier trial as a Spica Trial record."""
+        params = vizier_space.from_vizier(self._params, trial.parameters)
+        if trial.status.name != "COMPLETED":
+            return Trial(trial.id, params)
+        if trial.infeasible:
+            return Trial(trial.id, params, "infeasible", {}, trial.infeasibility_reason or "infeasible")
+        metrics = {name: m.value for name, m in trial.final_measurement.metrics.items()}
+        return Trial(trial.id, params, "completed", metrics, None)
+
+    def _definition_digest(self, seed: int) -> str:
+        definition = {
+            "params": [repr(p) for p in self._params],
+            "objectives": [repr(o) for o in self._objectives],
+            "algorithm": self._algorithm,
+            "seed": seed,
+            "candidates": [repr(point_key(self._params, p)) for p in self._pool or []],
+        }
+        return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _unique_points(params: Sequence[Param], candidates: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    points: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for candidate in candidates:
+        point = coerce_point(params, candidate)
+        points.setdefault(point_key(params, point), point)
+    return list(points.values())

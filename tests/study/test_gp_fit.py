@@ -1,0 +1,38 @@
+import numpy as np
+import pytest
+import scipy.optimize
+
+from spica.study.gp_fit import lockstep_lbfgsb
+
+
+def test_lockstep_runs_match_independent_scipy_runs_exactly():
+    """Batching the restarts must not change any run: each sees only its own function."""
+    rng = np.random.default_rng(0)
+    centers = rng.uniform(-2, 2, size=(4, 3))
+    scales = rng.uniform(0.5, 3, size=(4, 3))
+    lower, upper = np.full(3, -1.5), np.full(3, 1.5)
+
+    def one(x, k):
+        return float(np.sum(scales[k] * (x - centers[k]) ** 2 + np.sin(3 * x))), 2 * scales[k] * (x - centers[k]) + 3 * np.cos(3 * x)
+
+    def batched(points):
+        values = [one(points[k], k) for k in range(len(points))]
+        return np.array([v for v, _ in values]), np.stack([g for _, g in values])
+
+    starts = rng.uniform(-1, 1, size=(4, 3))
+    together = lockstep_lbfgsb(batched, starts, lower, upper, iterations=100)
+    for k in range(4):
+        alone = scipy.optimize.minimize(
+            lambda x, k=k: one(x, k), starts[k], jac=True, method="L-BFGS-B",
+            bounds=list(zip(lower, upper)), options={"maxiter": 100},
+        )
+        np.testing.assert_array_equal(together[k], alone.x)
+
+
+def test_a_failing_batch_raises_instead_of_hanging_the_runs():
+    def broken(points):
+        raise FloatingPointError("loss blew up")
+
+    starts = np.zeros((3, 2))
+    with pytest.raises(FloatingPointError, match="loss blew up"):
+        lockstep_lbfgsb(broken, starts, np.full(2, -1.0), np.full(2, 1.0), iterations=10)
