@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from spica.evaluation.score import hypervolume_2d
+
 RESULTS = Path(__file__).resolve().parent / "results" / "optimizer.json"
 
 BACKEND_SPEED = {"vllm": 1.0, "sglang": 1.07, "trtllm": 1.13}
@@ -130,17 +132,6 @@ def project(point: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str
     return {**nearest, "load": point["load"]} if "load" in point else nearest
 
 
-def hypervolume(points: list[tuple[float, float]], reference: tuple[float, float]) -> float:
-    """2-D hypervolume (both maximised) dominated by `points` above `reference`."""
-    front = sorted((p for p in points if p[0] > reference[0] and p[1] > reference[1]), reverse=True)
-    volume, best_y = 0.0, reference[1]
-    for x, y in front:
-        if y > best_y:
-            volume += (x - reference[0]) * (y - best_y)
-            best_y = y
-    return volume
-
-
 # ----------------------------------------------------------------------------- one study
 
 
@@ -201,7 +192,7 @@ def quality(trace: list[dict[str, float] | None], pareto: bool) -> float:
         return max((r["goodput_per_gpu"] for r in found), default=0.0) / max(r["goodput_per_gpu"] for r in truth)
     reference = (0.0, 0.0)
     as_points = lambda rs: [(r["throughput_per_gpu"], r["throughput_per_user"]) for r in rs]  # noqa: E731
-    return hypervolume(as_points(found), reference) / hypervolume(as_points(truth), reference)
+    return hypervolume_2d(as_points(found), reference) / hypervolume_2d(as_points(truth), reference)
 
 
 # ----------------------------------------------------------------------------- driver

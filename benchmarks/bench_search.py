@@ -20,6 +20,7 @@ from pathlib import Path
 
 from spica.config import SmartSearchConfig
 from spica.evaluation import score
+from spica.evaluation.score import hypervolume_2d
 from spica.search import run_smart_search
 from spica.search.branches import branches_for
 from spica.search.dimensions import branch_knobs
@@ -39,17 +40,6 @@ def load(name: str, **sweep: object) -> SmartSearchConfig:
     data = SmartSearchConfig.from_yaml(SHARED / "scenarios" / SCENARIOS[name]).to_data()
     data["sweep"].update(sweep)
     return SmartSearchConfig.from_mapping(data)
-
-
-def hypervolume(points: list[list[float]], reference: list[float]) -> float:
-    """2-D hypervolume of maximised points above `reference`."""
-    front = sorted((p for p in points if p[0] > reference[0] and p[1] > reference[1]), key=lambda p: -p[0])
-    volume, best_y = 0.0, reference[1]
-    for x, y in front:
-        if y > best_y:
-            volume += (x - reference[0]) * (y - best_y)
-            best_y = y
-    return volume
 
 
 def measure(config: SmartSearchConfig) -> dict:
@@ -99,7 +89,7 @@ def main() -> None:
             every = [point for front in fronts for point in front]
             reference = [min(p[0] for p in every) * 0.9, min(p[1] for p in every) * 0.9] if every else [0.0, 0.0]
             entry["hypervolume_reference"] = reference
-            entry["median_hypervolume"] = statistics.median(hypervolume(front, reference) for front in fronts)
+            entry["median_hypervolume"] = statistics.median(hypervolume_2d(front, reference) for front in fronts)
         else:
             entry["median_best_score"] = statistics.median(run["best_score"] for run in runs if run["best_score"] is not None)
         if name in args.grid and entry["grid_candidates"] <= GRID_REPLAY_LIMIT:

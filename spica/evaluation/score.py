@@ -75,3 +75,14 @@ def pareto_front(items: Iterable[Item], objectives_of: Callable[[Item], Sequence
     scored = [(item, point) for item, point in scored if not any(math.isnan(v) for v in point)]
     front = [(item, point) for item, point in scored if not any(dominates(other, point) for _, other in scored)]
     return [item for item, _ in sorted(front, key=lambda pair: pair[1][-1])]
+
+
+def hypervolume_2d(points: Iterable[Sequence[float]], reference: Sequence[float]) -> float:
+    """Area dominated by `points` (both objectives higher-is-better) above `reference`."""
+    front = sorted((tuple(p) for p in points if p[0] > reference[0] and p[1] > reference[1]), reverse=True)
+    volume, best_y = 0.0, reference[1]
+    for x, y in front:
+        if y > best_y:
+            volume += (x - reference[0]) * (y - best_y)
+            best_y = y
+    return volume

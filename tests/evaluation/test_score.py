@@ -86,3 +86,11 @@ def test_pareto_front_of_a_front_is_itself(items):
 def test_pareto_front_skips_nan_and_keeps_duplicates():
     items = [(1.0, 2.0), (1.0, 2.0), (math.nan, 9.0), (0.5, 1.0), (2.0, 0.0)]
     assert pareto_front(items, objectives_of=lambda p: p) == [(2.0, 0.0), (1.0, 2.0), (1.0, 2.0)]
+
+
+def test_hypervolume_2d_counts_each_dominated_area_once():
+    from spica.evaluation.score import hypervolume_2d
+
+    assert hypervolume_2d([(2.0, 3.0)], (0.0, 0.0)) == 6.0
+    assert hypervolume_2d([(2.0, 1.0), (1.0, 2.0), (1.0, 1.0)], (0.0, 0.0)) == 3.0
+    assert hypervolume_2d([(-1.0, 5.0)], (0.0, 0.0)) == 0.0
