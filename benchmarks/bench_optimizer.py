@@ -13,8 +13,11 @@ Figures: seconds per ask (mean, and total per study), process setup (imports), b
 after N unique evaluations as a fraction of the pool's optimum (single) or hypervolume
 fraction of the pool's Pareto front (Pareto); medians over seeds.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_optimizer.py            # full run (~1 h)
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_optimizer.py --quick    # 1 seed, short
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_optimizer.py --algorithms fast random   # ~15 min
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_optimizer.py --algorithms default \
+        --scenarios single_8x2 --seeds 0 1 2        # Vizier's default: 10-20 min per study here
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_optimizer.py --quick    # 1 seed, 8x2 only
+Results merge into benchmarks/results/optimizer.json (per seed, so runs can be split).
 """
 
 from __future__ import annotations
