@@ -21,9 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Protocol
+from typing import Any, Literal, Mapping
 
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
+from spica.planner.config import SlaLike
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
 WORKER_TYPES = {"agg": "aggregated", "prefill": "prefill", "decode": "decode"}
@@ -79,17 +80,6 @@ class WorkloadSpec:
                 raise ValueError("workload: set request_rate (open loop) or concurrency (closed loop), not both")
         else:
             raise ValueError(f"workload.kind: {self.kind!r} is not one of trace, synthetic")
-
-
-class SlaLike(Protocol):
-    """Any SLA holder (e.g. the config's goal.sla): bounds in ms, None = unbounded."""
-
-    @property
-    def ttft_ms(self) -> float | None: ...
-    @property
-    def itl_ms(self) -> float | None: ...
-    @property
-    def e2e_ms(self) -> float | None: ...
 
 
 @dataclass(frozen=True)

@@ -45,10 +45,14 @@ class PlannerConfigError(ValueError):
 
 
 class SlaLike(Protocol):
+    """Any SLA holder (e.g. the config's goal.sla): bounds in ms, None = unbounded."""
+
     @property
     def ttft_ms(self) -> float | None: ...
     @property
     def itl_ms(self) -> float | None: ...
+    @property
+    def e2e_ms(self) -> float | None: ...
 
 
 @contextmanager
