@@ -31,7 +31,7 @@ class PlanRun(submitit.helpers.Checkpointable):
     a function from __main__ fails with NameError on the node)."""
 
     def __call__(self, plan_path: str, out_dir: str) -> str:
-        from spica.plan import run_plan_file  # the lead's API; imported in the job only
+        from spica.plan import run_plan_file  # imported in the job only: the search stack is heavy
 
         return run_plan_file(plan_path, out_dir)
 
