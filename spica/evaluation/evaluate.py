@@ -9,7 +9,7 @@ or a SLURM job. It never raises for a bad candidate: it returns a failed Evaluat
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
@@ -70,8 +70,6 @@ def workload_spec(config: SmartSearchConfig) -> WorkloadSpec:
 def _spec_for(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> WorkloadSpec:
     spec = workload_spec(config)
     if spec.kind == "synthetic" and "concurrency" in unrolled and config.workload.request_rate is None:
-        from dataclasses import replace
-
         return replace(spec, request_count=config.workload.request_count(unrolled["concurrency"]))
     return spec
 

@@ -14,7 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
 from spica.config.errors import ConfigError
@@ -355,5 +355,3 @@ def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate
         return score.pareto_front(unique, lambda c: [score.signed_score(name, c.objectives) for name in objectives])
     return score.rank(unique, lambda c: c.score, lambda c: c.used_gpus)
 
-
-ProgressHook = Callable[[int, Candidate], None]
