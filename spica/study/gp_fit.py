@@ -2,7 +2,7 @@
 
 Same model, priors, fixed start and random restarts as Vizier's GP-UCB-PE; what changes
 is the mechanics: restarts run as independent SciPy L-BFGS-B fits stepping in lockstep over
-one jitted, vmapped loss-and-gradient, and host-side work stays in NumPy (every eager JAX
+one jitted, vmapped loss-and-gradient (one thread, no per-run Python overhead beyond SciPy's), and host-side work stays in NumPy (every eager JAX
 op costs a trace and a compile per process).
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 from typing import Any, Callable, Mapping
 
 from spica.study.jax_setup import configure_jax
@@ -20,8 +19,8 @@ configure_jax()  # before Vizier/JAX create any array: its GP code needs float64
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-import scipy.optimize  # noqa: E402
 import threadpoolctl  # noqa: E402
+from scipy.optimize import _lbfgsb  # noqa: E402  (the L-BFGS-B routine minimize drives)
 from vizier._src.jax import stochastic_process_model as sp  # noqa: E402
 from vizier._src.jax import types  # noqa: E402
 from vizier._src.jax.models import tuned_gp_models  # noqa: E402
@@ -93,71 +92,88 @@ def lockstep_lbfgsb(
     upper: np.ndarray,
     iterations: int,
 ) -> np.ndarray:
-    """One independent SciPy L-BFGS-B run per start, each in its own thread, stepping in
-    lockstep so that every round of their evaluations is a single batched call.
+    """One independent L-BFGS-B run per start, stepping in lockstep so that every round of
+    their evaluations is a single batched call.
 
-    Same result as running them one after another (each run sees only its own function),
-    at about the cost of the longest run. Finished runs keep their row at the last point
-    so the batch shape, and thus the jitted function, never changes.
+    Each run is SciPy's own L-BFGS-B routine driven through its reverse-communication
+    interface with `scipy.optimize.minimize`'s defaults, so it takes exactly the steps
+    minimize would (tests/study/test_gp_fit.py checks this), at about the cost of the
+    longest run and without a thread per run. Finished runs keep their row at the last
+    point so the batch shape, and thus the jitted function, never changes.
     """
-    count = len(starts)
-    condition = threading.Condition()
-    latest = starts.copy()
-    waiting: set[int] = set()
-    answers: dict[int, tuple[float, np.ndarray]] = {}
-    running = set(range(count))
-    failures: list[BaseException] = []  # a failed batch must wake every waiting run, not hang it
-
-    def evaluate_batch() -> None:  # caller holds the condition
-        try:
-            losses, grads = losses_and_grads(latest)
-            answers.update({i: (float(losses[i]), grads[i]) for i in waiting})
-        except BaseException as error:  # noqa: BLE001 - re-raised by every run and the caller
-            failures.append(error)
-        waiting.clear()
-        condition.notify_all()
-
-    def evaluate(index: int, point: np.ndarray) -> tuple[float, np.ndarray]:
-        with condition:
-            latest[index] = point
-            waiting.add(index)
-            if waiting == running:
-                evaluate_batch()
-            condition.wait_for(lambda: index in answers or bool(failures))
-            if failures:
-                raise failures[0]
-            return answers.pop(index)
-
-    def run(index: int) -> None:
-        try:
-            result = scipy.optimize.minimize(
-                functools.partial(evaluate, index),
-                starts[index],
-                jac=True,
-                method="L-BFGS-B",
-                bounds=list(zip(lower, upper)),
-                options={"maxiter": iterations},
-            )
-            latest[index] = result.x
-        except BaseException as error:  # noqa: BLE001 - re-raised by the caller
-            with condition:
-                failures.append(error)
-                condition.notify_all()
-        finally:
-            with condition:
-                running.discard(index)
-                if waiting and waiting == running and not failures:
-                    evaluate_batch()
-
+    runs = [_LbfgsbRun(start, lower, upper, iterations) for start in starts]
+    points = np.array([run.x for run in runs])
     with threadpoolctl.threadpool_limits(1, user_api="blas"):  # threaded BLAS on tiny vectors: 5x slower
-        threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(count)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    if failures:
-        raise failures[0]
-    return latest
+        while True:
+            for run in runs:
+                run.advance()
+            if all(run.finished for run in runs):
+                return np.array([run.x for run in runs])
+            for index, run in enumerate(runs):
+                points[index] = run.x
+            losses, grads = losses_and_grads(points)
+            for index, run in enumerate(runs):
+                if not run.finished:
+                    run.receive(float(losses[index]), grads[index])
+
+
+class _LbfgsbRun:
+    """One L-BFGS-B minimisation, advanced until it needs the next loss and gradient.
+
+    Mirrors scipy.optimize._lbfgsb_py._minimize_lbfgsb (SciPy 1.17.1, pinned) with its
+    default options; only the evaluation of f and g is handed back to the caller.
+    """
+
+    _CORRECTIONS = 10  # maxcor
+    _FACTR = 2.2204460492503131e-09 / np.finfo(float).eps  # ftol / eps
+    _PGTOL = 1e-5  # gtol
+    _MAX_LINE_SEARCH = 20  # maxls
+    _MAX_EVALUATIONS = 15000  # maxfun
+    _FG, _NEW_X = 3, 1  # task codes: evaluate f and g at x; an iteration finished
+
+    def __init__(self, start: np.ndarray, lower: np.ndarray, upper: np.ndarray, iterations: int) -> None:
+        n = len(start)
+        m = self._CORRECTIONS
+        self.x = np.clip(np.array(start, dtype=np.float64), lower, upper)
+        self.finished = False
+        self._lower, self._upper = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
+        self._bound_kinds = np.full(n, 2, dtype=np.int32)  # both bounds, finite, on every variable
+        self._iterations, self._max_iterations, self._evaluations = 0, iterations, 0
+        self._f = np.array(0.0)
+        self._g = np.zeros(n)
+        self._wa = np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m)
+        self._iwa = np.zeros(3 * n, dtype=np.int32)
+        self._task = np.zeros(2, dtype=np.int32)
+        self._ln_task = np.zeros(2, dtype=np.int32)
+        self._lsave = np.zeros(4, dtype=np.int32)
+        self._isave = np.zeros(44, dtype=np.int32)
+        self._dsave = np.zeros(29)
+        self._needs_evaluation = False
+
+    def advance(self) -> None:
+        """Runs the routine until it asks for f and g at self.x, or stops."""
+        while not self.finished and not self._needs_evaluation:
+            _lbfgsb.setulb(
+                self._CORRECTIONS, self.x, self._lower, self._upper, self._bound_kinds, self._f, self._g,
+                self._FACTR, self._PGTOL, self._wa, self._iwa, self._task, self._lsave, self._isave,
+                self._dsave, self._MAX_LINE_SEARCH, self._ln_task,
+            )
+            if self._task[0] == self._FG:
+                self._needs_evaluation = True
+            elif self._task[0] == self._NEW_X:
+                self._iterations += 1
+                if self._iterations >= self._max_iterations:
+                    self._task[:] = (5, 504)  # STOP: iteration limit (what minimize writes)
+                elif self._evaluations > self._MAX_EVALUATIONS:
+                    self._task[:] = (5, 502)  # STOP: evaluation limit
+            else:
+                self.finished = True
+
+    def receive(self, loss: float, grad: np.ndarray) -> None:
+        self._f = np.array(loss, dtype=np.float64)
+        self._g = np.asarray(grad, dtype=np.float64).copy()
+        self._evaluations += 1
+        self._needs_evaluation = False
 
 
 def _fixed_start(data: types.ModelData) -> dict[str, np.ndarray]:
