@@ -1,10 +1,10 @@
-"""A submitit-backed evaluation pool for the distributed engine: each item of a `map` becomes
-one task of a SLURM job array, at most `max_parallel` running at once.
+"""A submitit-backed evaluation pool for the distributed engine: the items of one `submit`
+become the tasks of one SLURM job array, at most `max_parallel` running at once.
 
-Pool protocol (shared with the local process pool): `map(fn, items)` returns the results in
-item order, and an exception raised by one item is returned in its place as the exception
-object (its traceback attached as a note), so one bad candidate never sinks a round;
-`close()` cancels what is still running. `fn` must be importable from the installed package
+Pool protocol (spica.search.pool): `submit(fn, items)` returns one future per item, in item
+order; a future holds the item's result, or the exception it raised as the result itself (its
+traceback attached as a note), so one bad candidate never sinks a round; `close()` cancels
+what is still running. `fn` must be importable from the installed package
 (submitit pickles functions by reference; one from __main__ fails with NameError on the node)
 and must be pure: an item is re-run from scratch when its job is requeued.
 
@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -91,21 +94,18 @@ class SlurmPool:
         self._executor.update_parameters(array_parallelism=max_parallel)
         self._running: list[submitit.Job[Any]] = []
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-        """fn over items as one job array; results (or exception objects) in item order."""
+    def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]:
+        """fn over items as one job array; a watcher thread resolves each future as its task ends."""
         if not items:
             return []
-        self._running = self._executor.map_array(_ReturnExceptions(fn), list(items))
-        try:
-            return [_outcome(job) for job in self._running]
-        except BaseException:
-            self.close()
-            raise
-        finally:
-            self._running = []
+        jobs = self._executor.map_array(_ReturnExceptions(fn), list(items))
+        futures: list[Future] = [Future() for _ in jobs]
+        self._running += jobs
+        threading.Thread(target=_watch, args=(jobs, futures), daemon=True).start()
+        return futures
 
     def close(self) -> None:
-        """Cancel tasks still queued or running (after an interrupted map)."""
+        """Cancel tasks still queued or running."""
         for job in self._running:
             if not job.done():
                 job.cancel(check=False)
@@ -116,6 +116,24 @@ class SlurmPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _watch(jobs: list[submitit.Job[Any]], futures: list[Future], poll_seconds: float = 1.0) -> None:
+    """Resolves each future with its job's outcome as soon as that job ends, in any order."""
+    waiting = dict(enumerate(jobs))
+    while waiting:
+        for index, job in list(waiting.items()):
+            try:
+                finished = job.done()
+            except Exception as error:  # noqa: BLE001 - a status query that fails ends the item
+                futures[index].set_result(error)
+                del waiting[index]
+                continue
+            if finished:
+                futures[index].set_result(_outcome(job))
+                del waiting[index]
+        if waiting:
+            time.sleep(poll_seconds)
 
 
 def _outcome(job: submitit.Job[Any]) -> Any:

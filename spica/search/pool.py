@@ -1,15 +1,19 @@
 """Where evaluations run: in this process, in a spawned process pool, or elsewhere.
 
-Any object with `map(fn, items) -> list` (results in order, an exception inside one item
-returned as that exception) and `close()` is a pool; runner.slurm_pool.SlurmPool is one that
-fans out over SLURM. The local process pool is created once per run: workers pay the import
-of Replay and AI Configurator once, not per candidate.
+A pool is any object with `submit(fn, items) -> list[Future]` (one future per item, in item
+order) and `close()`; `outcome(future)` reads a future as the item's result or the exception
+it raised, so one bad candidate never sinks a search. Futures let the search keep each branch's
+rounds going on its own: one branch's study asks while another branch's candidates replay.
+runner.slurm_pool.SlurmPool is a pool that fans out over SLURM. The local process pool is
+created once per run: workers pay the import of Replay and AI Configurator once, not per
+candidate.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Protocol, Sequence
 
@@ -23,9 +27,24 @@ DEAD_POOL_MESSAGE = (
 
 
 class EvaluationPool(Protocol):
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]: ...
+    def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]: ...
 
     def close(self) -> None: ...
+
+
+def outcome(future: Future) -> Any:
+    """The item's result, or the exception it raised; a dead pool raises DeadPoolError."""
+    try:
+        return future.result()
+    except BrokenProcessPool as exc:
+        raise DeadPoolError(DEAD_POOL_MESSAGE) from exc
+    except Exception as exc:
+        return exc
+
+
+def run_all(pool: EvaluationPool, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """fn over items on the pool, all submitted at once; results (or exceptions) in item order."""
+    return [outcome(future) for future in pool.submit(fn, items)]
 
 
 class InlinePool:
@@ -33,40 +52,39 @@ class InlinePool:
 
     workers = 1
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-        results = []
+    def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]:
+        futures = []
         for item in items:
+            future: Future = Future()
             try:
-                results.append(fn(item))
+                future.set_result(fn(item))
             except Exception as exc:  # one candidate's bug must not end the search
-                results.append(exc)
-        return results
+                future.set_exception(exc)
+            futures.append(future)
+        return futures
 
     def close(self) -> None:
         return None
 
 
 class ProcessPool:
-    """A spawn-context process pool; spawn because Replay's Rust runtime is not fork-safe."""
+    """A spawn-context process pool; spawn because Replay's Rust runtime is not fork-safe.
 
-    def __init__(self, workers: int):
+    `preload` (a module name) starts every worker at once and imports that module in it, so
+    the workers' start-up overlaps the caller's own set-up instead of the first round.
+    """
+
+    def __init__(self, workers: int, preload: str | None = None):
         self.workers = workers
         self._executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        if preload is not None:
+            self.submit(importlib.import_module, [preload] * workers)  # a module is no result: ignored
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]:
         try:
-            futures = [self._executor.submit(fn, item) for item in items]
+            return [self._executor.submit(fn, item) for item in items]
         except (BrokenProcessPool, RuntimeError) as exc:
             raise DeadPoolError(DEAD_POOL_MESSAGE) from exc
-        results: list[Any] = []
-        for future in futures:
-            try:
-                results.append(future.result())
-            except BrokenProcessPool as exc:
-                raise DeadPoolError(DEAD_POOL_MESSAGE) from exc
-            except Exception as exc:
-                results.append(exc)
-        return results
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
@@ -75,4 +93,4 @@ class ProcessPool:
 def local_pool(parallel_evals: int, per_round: int) -> EvaluationPool:
     """SPEC §3 step 5: min(parallel_evals, per_round) workers, only when both exceed 1."""
     workers = min(parallel_evals, per_round)
-    return ProcessPool(workers) if parallel_evals > 1 and per_round > 1 else InlinePool()
+    return ProcessPool(workers, preload="spica.evaluation.evaluate") if parallel_evals > 1 and per_round > 1 else InlinePool()

@@ -29,8 +29,8 @@ class Progress:
         self.feasible += candidate.feasible
         if candidate.feasible and candidate.score is not None and (self.best is None or candidate.score > self.best):
             self.best = candidate.score
-        new_round = round_number != self.round
-        self.round = round_number
+        new_round = round_number > self.round  # branches run their rounds side by side
+        self.round = max(self.round, round_number)
         if self.enabled and (self._tty or new_round):
             self._emit()
 

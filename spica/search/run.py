@@ -1,46 +1,40 @@
 """run_smart_search: SPEC §3 from validation to the merged, ranked result.
 
 validate → filter planner policies → load-predictor sub-sweep → enumerate branches →
-per-branch Vizier studies in barrier rounds (ask → project → dedupe → evaluate → tell) →
-merge → results folder. Rounds interleave the branches so one pool batch holds all of them.
+per-branch Vizier studies, each in its own barrier rounds on one shared pool (rounds.py) →
+merge → results folder.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
 from spica.config.errors import ConfigError
 from spica.evaluation import score
-from spica.evaluation.evaluate import Evaluation, evaluate_task
 from spica.plan import Plan, compile_plan
 from spica.planner.policies import filter_scaling_policies
 from spica.planner.predictors import cached_predictor_sub_sweep
-from spica.results.ledger import STATUSES, Candidate, Journal
+from spica.results.ledger import Candidate, Journal
 from spica.results.report import write_results
 from spica.search.branches import branches_for
-from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
+from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, workload_params
 from spica.search.pool import EvaluationPool, local_pool
 from spica.search.progress import Progress
-from spica.search.unroll import candidate_key, unroll
+from spica.search.rounds import BranchSearch, RoundLoop
 from spica.space import projection
 from spica.space.branches import Branch
 from spica.study.base import Objective, Study
 from spica.study.grid import GridStudy
 from spica.study.params import Param
-from spica.study.vizier_study import VizierStudy
 
 log = logging.getLogger("spica.search")
 
-REPLACEMENT_ASKS = 3
-"""A round asks at most this many times per_round suggestions before it stops hunting for new ones."""
 GRID_LIMIT = 20000
 
 
@@ -53,25 +47,6 @@ class SearchResults(list):
         self.tallies = tallies
         self.results_dir = results_dir
         self.plan = plan
-
-
-@dataclass
-class BranchSearch:
-    """One branch's study and what it needs to turn suggestions into candidates."""
-
-    branch: Branch
-    knobs: list[Knob]
-    study: Study
-    has_backend_param: bool
-    pool_size: int | None = None
-
-
-@dataclass
-class Tally:
-    counts: dict[str, int] = field(default_factory=lambda: {status: 0 for status in STATUSES} | {"cache_hits": 0})
-
-    def add(self, status: str) -> None:
-        self.counts[status] += 1
 
 
 def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any]) -> Plan:
@@ -136,6 +111,10 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> 
     points = _grid_points(branch, knobs, config, params) if grid or _grid_size(branch, knobs) <= GRID_LIMIT else None
     if grid:
         return GridStudy(points or [], objectives), has_backend, len(points or [])
+    # Imported here, not at the top: spawned evaluation workers re-import the caller's main
+    # module, and importing JAX and Vizier there would cost each worker seconds for nothing.
+    from spica.study.vizier_study import VizierStudy
+
     study = VizierStudy(
         f"spica-{branch.mode}",
         params or [Param("pinned", "categorical", choices=("only",))],
@@ -145,6 +124,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> 
         fingerprint=plan.short_id,
         algorithm=config.sweep.designer,
         candidates=points if params else None,
+        rounds=(config.sweep.per_round, config.sweep.max_rounds),
     )
     return study, has_backend, len(points) if points and params else None
 
@@ -177,22 +157,6 @@ def _grid_points(branch: Branch, knobs: list[Knob], config: SmartSearchConfig, p
     return points
 
 
-def _suggestion_to_candidate(
-    plan: Plan, search: BranchSearch, params: Mapping[str, Any], winners: Mapping[int, Any]
-) -> dict[str, Any]:
-    branch = search.branch
-    backend = str(params["backend"]) if search.has_backend_param else branch.backends[0]
-    if len(branch.configs) == 1:
-        parallel = branch.configs[0]
-        if backend not in parallel.backends:
-            raise LookupError(f"pinned config does not support {backend}")
-    else:
-        parallel = projection.project(branch, backend, params)
-    knobs = knob_values(search.knobs, params)
-    ratio = params.get("kv_load_ratio")
-    return unroll(plan.config, parallel, branch.context_length, backend, knobs, winners, float(ratio) if ratio is not None else None)
-
-
 def run_smart_search(
     config: SmartSearchConfig | Plan | Mapping[str, Any],
     *,
@@ -216,94 +180,41 @@ def run_smart_search(
     if measured:
         log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
 
-    winners, predictor_report = _predictor_winners(plan)
-    branches = branches_for(config)
-    # Studies live for one run: a resume replays them from the journal, asking the same
-    # seeded questions and getting every finished answer back without a replay.
-    storage = Path(tempfile.mkdtemp(prefix="spica-studies-"))
-    searches = []
-    for branch in branches:
-        knobs = branch_knobs(config, branch.mode)
-        study, has_backend, pool_size = _study_for(plan, branch, knobs, storage)
-        searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
-
-    sweep = config.sweep
-    per_round = sweep.per_round
     own_pool = pool is None
-    pool = pool or local_pool(sweep.parallel_evals, per_round)
-    tally = Tally()
-    ledger: list[Candidate] = []
-    seen_in_run: set[str] = set()
-    exhaustive = sweep.algorithm == "grid"  # every candidate once, however many rounds it takes
-    budget = sweep.max_rounds * per_round
-    total = sum(
-        search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches
-    )
-    meter = Progress(total=total, target=config.goal.objectives, enabled=progress)
-    optimizer_seconds = 0.0
+    pool = pool or local_pool(config.sweep.parallel_evals, config.sweep.per_round)  # its workers start meanwhile
+    storage = Path(tempfile.mkdtemp(prefix="spica-studies-"))
     try:
-        for round_index in itertools.count() if exhaustive else range(sweep.max_rounds):
-            batch: list[tuple[BranchSearch, int, dict[str, Any], str]] = []
-            followers: list[tuple[BranchSearch, int, str]] = []
-            for search in searches:
-                tick = time.monotonic()
-                wanted, asks = per_round, 0
-                while wanted > 0 and asks < REPLACEMENT_ASKS:
-                    suggestions = search.study.ask(wanted)
-                    asks += 1
-                    if not suggestions:
-                        break
-                    for suggestion in suggestions:
-                        try:
-                            unrolled = _suggestion_to_candidate(plan, search, suggestion.params, winners)
-                        except LookupError as exc:
-                            search.study.tell(suggestion.trial_id, None, f"unsupported: {exc}")
-                            tally.add("unsupported")
-                            continue
-                        key = candidate_key(unrolled)
-                        pending = any(key == item[3] for item in batch)
-                        if key in measured and key in seen_in_run or pending:
-                            tally.counts["cache_hits"] += 1
-                            if pending:
-                                followers.append((search, suggestion.trial_id, key))
-                            else:
-                                _tell(search.study, suggestion.trial_id, measured[key])
-                            continue
-                        batch.append((search, suggestion.trial_id, unrolled, key))
-                        wanted -= 1
-                optimizer_seconds += time.monotonic() - tick
-            if not batch and not followers:
-                break
-            fresh = [item for item in batch if item[3] not in measured]
-            results = pool.map(evaluate_task, [(config, item[2]) for item in fresh])
-            outcome_by_key = dict(zip((item[3] for item in fresh), results))
-            tick = time.monotonic()
-            for search, trial_id, unrolled, key in batch:
-                if key in measured:
-                    candidate = measured[key]
-                    tally.counts["cache_hits"] += 1
-                else:
-                    candidate = _candidate(plan, search.branch.mode, round_index, key, unrolled, outcome_by_key[key])
-                    measured[key] = candidate
-                    if journal:
-                        journal.append(candidate)
-                seen_in_run.add(key)
-                ledger.append(candidate)
-                tally.add(candidate.status)
-                _tell(search.study, trial_id, candidate)
-                meter.update(round_index + 1, candidate)
-            for search, trial_id, key in followers:
-                _tell(search.study, trial_id, measured[key])
-            optimizer_seconds += time.monotonic() - tick
+        winners, predictor_report = _predictor_winners(plan)
+        branches = branches_for(config)
+        # Studies live for one run: a resume replays them from the journal, asking the same
+        # seeded questions and getting every finished answer back without a replay.
+        searches = []
+        for branch in branches:
+            knobs = branch_knobs(config, branch.mode)
+            study, has_backend, pool_size = _study_for(plan, branch, knobs, storage)
+            searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
+        sweep = config.sweep
+        budget = sweep.max_rounds * sweep.per_round
+        exhaustive = sweep.algorithm == "grid"
+        total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
+        meter = Progress(total=total, target=config.goal.objectives, enabled=progress)
+        loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter)
+        try:
+            ledger = loop.run()
+        finally:
+            meter.close()
     finally:
         if own_pool:
             pool.close()
-        meter.close()
         shutil.rmtree(storage, ignore_errors=True)
 
     best = _merge(config, ledger)
-    tallies = dict(tally.counts)
-    timings = {"wall_seconds": time.monotonic() - started, "optimizer_seconds": optimizer_seconds}
+    tallies = dict(loop.tally.counts)
+    timings = {
+        "wall_seconds": time.monotonic() - started,
+        "optimizer_seconds": loop.clock.seconds,
+        "optimizer_exposed_seconds": loop.clock.exposed_seconds,
+    }
     results = SearchResults(best, ledger, tallies, folder if write else None, plan)
     if write:
         write_results(folder, plan, results, predictor_report=predictor_report, timings=timings, branches=branches)
@@ -314,37 +225,6 @@ def run_smart_search(
         if write:
             print(f"results: {folder}")
     return results
-
-
-def _tell(study: Study, trial_id: int, candidate: Candidate) -> None:
-    """Feasible results with their objectives; everything else as infeasible, never a low score."""
-    if candidate.feasible:
-        study.tell(trial_id, candidate.objectives)
-    else:
-        study.tell(trial_id, None, f"{candidate.status}: {candidate.reason}")
-
-
-def _candidate(plan: Plan, branch: str, round_index: int, key: str, unrolled: dict[str, Any], outcome: Evaluation | BaseException) -> Candidate:
-    if isinstance(outcome, BaseException):
-        return Candidate(key, branch, round_index, "failed", unrolled, reason=f"error: {type(outcome).__name__}: {outcome}", plan_fingerprint=plan.fingerprint)
-    config = plan.config
-    objectives = {name: outcome.objectives[name] for name in config.goal.objectives if name in outcome.objectives}
-    signed = score.signed_score(config.goal.target, outcome.objectives) if outcome.status == "feasible" and config.goal.target != "pareto" else None
-    return Candidate(
-        key=key,
-        branch=branch,
-        round=round_index,
-        status=outcome.status,
-        unrolled=unrolled,
-        reason=outcome.reason,
-        metrics=outcome.metrics,
-        score=signed,
-        objectives=objectives,
-        replay_input=outcome.replay_input,
-        seconds=outcome.seconds,
-        plan_fingerprint=plan.fingerprint,
-        provenance=outcome.provenance,
-    )
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:

@@ -8,13 +8,14 @@ import pickle
 import pytest
 
 from runner.slurm_pool import SlurmPool, _transportable
+from spica.search.pool import run_all
 
 
 @pytest.mark.e2e
-def test_map_returns_results_in_order_and_the_exception_of_a_failing_item(slurm_partition, tmp_path):
+def test_results_come_back_in_order_with_the_exception_of_a_failing_item_in_order_and_the_exception_of_a_failing_item(slurm_partition, tmp_path):
     with SlurmPool(tmp_path / "pool", slurm_partition=slurm_partition, max_parallel=2, timeout_min=5) as pool:
-        results = pool.map(math.sqrt, [16.0, 4.0, -1.0, 9.0])
-        assert pool.map(math.sqrt, []) == []
+        results = run_all(pool, math.sqrt, [16.0, 4.0, -1.0, 9.0])
+        assert run_all(pool, math.sqrt, []) == []
     assert results[:2] == [4.0, 2.0] and results[3] == 3.0
     assert isinstance(results[2], ValueError)
     assert str(results[2]) == "math domain error"

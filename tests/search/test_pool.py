@@ -7,7 +7,7 @@ import os
 import pytest
 
 from spica.errors import DeadPoolError
-from spica.search.pool import InlinePool, ProcessPool, local_pool
+from spica.search.pool import InlinePool, ProcessPool, local_pool, run_all
 
 
 def test_worker_count_rule():
@@ -21,14 +21,14 @@ def test_worker_count_rule():
 
 
 def test_inline_pool_returns_exceptions_in_place():
-    results = InlinePool().map(int, ["1", "x", "3"])
+    results = run_all(InlinePool(), int, ["1", "x", "3"])
     assert results[0] == 1 and isinstance(results[1], ValueError) and results[2] == 3
 
 
 def test_process_pool_orders_results_and_keeps_exceptions():
     pool = ProcessPool(2)
     try:
-        results = pool.map(int, ["4", "nope", "6"])
+        results = run_all(pool, int, ["4", "nope", "6"])
     finally:
         pool.close()
     assert results[0] == 4 and isinstance(results[1], ValueError) and results[2] == 6
@@ -38,6 +38,6 @@ def test_dead_pool_mentions_the_main_guard():
     pool = ProcessPool(2)
     try:
         with pytest.raises(DeadPoolError, match=r'if __name__ == "__main__":'):
-            pool.map(os._exit, [1, 1])
+            run_all(pool, os._exit, [1, 1])
     finally:
         pool.close()

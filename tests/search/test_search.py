@@ -35,9 +35,9 @@ class CountingPool(InlinePool):
     def __init__(self):
         self.replayed: list[str] = []
 
-    def map(self, fn, items):
+    def submit(self, fn, items):
         self.replayed += [json.dumps(unrolled, sort_keys=True) for _, unrolled in items]
-        return super().map(fn, items)
+        return super().submit(fn, items)
 
 
 def test_dedupe_never_replays_a_measured_candidate(tmp_path):
