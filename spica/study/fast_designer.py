@@ -13,12 +13,15 @@ rule) and changes how they are run:
 - the hyperparameter restarts run as independent SciPy L-BFGS-B fits stepping in
   lockstep over one jitted, vmapped loss-and-gradient;
 - trial arrays are padded to a few sizes, so each JAX function is traced once per size;
-- until the first result arrives (and for `warmup_trials`) points are quasi-random.
+- until the first result arrives (and for `warmup_trials`) points are quasi-random;
+- `warm_up` traces those functions in a background thread while the first rounds replay.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -45,6 +48,8 @@ from spica.study.candidates import (  # noqa: E402
     used_keys,
 )
 from spica.study.gp_fit import fit_gp, pad_rows  # noqa: E402
+
+log = logging.getLogger(__name__)
 
 _UCB_PE = gp_ucb_pe.UCBPEConfig()
 _CHUNK = 256  # pool points scored per step
@@ -183,8 +188,62 @@ class FastDesigner(vza.Designer):
             )
 
     def _rows(self, n: int) -> int:
-        """Padded row count: a power of two, strictly above n so arrays are always 'padded'."""
-        return max(self._settings.min_padded_trials, 2 ** math.ceil(math.log2(n + 1)))
+        return _padded_rows(n, self._settings)
+
+
+def warm_up(
+    problem: vz.ProblemStatement,
+    candidates: CandidateSet | None,
+    *,
+    batch: int,
+    rounds: int,
+    seed: int,
+    settings: FastSettings = FastSettings(),
+) -> threading.Thread | None:
+    """Starts a thread that traces the designer's JAX functions for every array size that
+    `rounds` rounds of `batch` suggestions will use, on made-up results.
+
+    JAX traces each jitted function once per process and shape (seconds here); done while
+    the first rounds replay, the model-based rounds find them ready. The made-up study shares
+    nothing with the real one (own designer, own randomness), so results are unchanged.
+    None when no round will be model-based.
+    """
+    sizes: dict[tuple[int, ...], int] = {}
+    for completed in range(batch, batch * rounds, batch):
+        if completed >= settings.warmup_trials:
+            shape = tuple(_padded_rows(n, settings) for n in range(completed, completed + batch))
+            sizes.setdefault(shape, completed)
+    if not sizes:
+        return None
+
+    def trace() -> None:
+        try:
+            for completed in sizes.values():
+                designer = FastDesigner(problem, candidates, seed=seed, salt=2**31 + completed, settings=settings)
+                designer.update(vza.CompletedTrials(_made_up_results(problem, candidates, completed)), vza.ActiveTrials([]))
+                designer.suggest(batch)
+        except Exception:  # noqa: BLE001 - only a speed-up: the real ask traces and reports errors itself
+            log.debug("designer warm-up failed", exc_info=True)
+
+    thread = threading.Thread(target=trace, name="spica-designer-warm-up")
+    thread.start()
+    return thread
+
+
+def _made_up_results(problem: vz.ProblemStatement, candidates: CandidateSet | None, count: int) -> list[vz.Trial]:
+    rng = np.random.default_rng(0)
+    points = quasi_random_suggestions(problem, candidates, set(), count, seed=0, offset=0)
+    trials = []
+    for number, point in enumerate(points, 1):
+        trial = vz.Trial(parameters=point.parameters, id=number)
+        trial.complete(vz.Measurement(metrics={m.name: float(rng.normal()) for m in problem.metric_information}))
+        trials.append(trial)
+    return trials
+
+
+def _padded_rows(n: int, settings: FastSettings) -> int:
+    """Padded row count: a power of two, strictly above n so arrays are always 'padded'."""
+    return max(settings.min_padded_trials, 2 ** math.ceil(math.log2(n + 1)))
 
 
 def _has_new_results(completed: Sequence[vz.Trial], active: Sequence[vz.Trial]) -> bool:

@@ -15,10 +15,9 @@ from vizier import pyvizier as vz
 from vizier.service import clients
 from vizier.service import pyvizier as svz
 
-from spica.study import engine, vizier_space
+from spica.study import engine, fast_designer, vizier_space
 from spica.study.base import Trial, best_trials, check_ask_count, told_outcome
 from spica.study.candidates import CandidateSet
-from spica.study.fast_designer import FastSettings
 from spica.study.params import Objective, Param, Suggestion, check_objectives, check_params, coerce_point, point_key
 
 _POOL_AWARE = ("fast", "random", "quasi_random")  # pick only from the candidates, each once
@@ -33,6 +32,8 @@ class VizierStudy:
     config when an id is reused, so a changed plan or space must never map to an old id.
     `candidates` (optional) is the finite set of valid points; pool-aware algorithms
     pick only from it, each point once, and ask() returns fewer once it is used up.
+    `rounds` (optional): (suggestions per ask, number of asks) the caller plans; the fast
+    designer then traces its JAX functions for them in the background from the start.
     """
 
     def __init__(
@@ -46,6 +47,7 @@ class VizierStudy:
         fingerprint: str,
         algorithm: str = "fast",
         candidates: Sequence[Mapping[str, Any]] | None = None,
+        rounds: tuple[int, int] | None = None,
     ) -> None:
         check_params(params)
         check_objectives(objectives)
@@ -61,18 +63,21 @@ class VizierStudy:
         if self._pool is not None and not self._pool:
             raise ValueError("candidates: empty; pass None to search the whole space")
         self._vizier_id = f"{study_id}.{fingerprint}.{self._definition_digest(seed)}"
-        self._study = self._open(seed, Path(storage_dir))
+        self._study = self._open(seed, Path(storage_dir), rounds)
         self._trials = {t.id: self._record(t) for t in self._study.trials().get()}
         self._undelivered = [i for i, t in sorted(self._trials.items()) if t.status == "pending"]
 
-    def _open(self, seed: int, storage_dir: Path) -> clients.Study:
+    def _open(self, seed: int, storage_dir: Path, rounds: tuple[int, int] | None) -> clients.Study:
         problem = vizier_space.problem_statement(self._params, self._objectives)
         config = svz.StudyConfig.from_problem(problem)
         config.algorithm = engine.ALGORITHMS[self._algorithm]
         pool = None
         if self._pool is not None and self._algorithm in _POOL_AWARE:
             pool = CandidateSet.build(problem, [vizier_space.to_vizier(self._params, p) for p in self._pool])
-        spec = engine.DesignerSpec(self._algorithm, seed, pool, FastSettings())
+        spec = engine.DesignerSpec(self._algorithm, seed, pool, fast_designer.FastSettings())
+        self._warming = None
+        if self._algorithm == "fast" and rounds is not None:
+            self._warming = fast_designer.warm_up(problem, pool, batch=rounds[0], rounds=rounds[1], seed=seed, settings=spec.settings)
         return engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
 
     @property
@@ -86,6 +91,9 @@ class VizierStudy:
 
     def ask(self, n: int) -> list[Suggestion]:
         check_ask_count(n)
+        if self._warming is not None and any(t.status != "pending" for t in self._trials.values()):
+            self._warming.join()  # a model-based ask: let the warm-up finish rather than trace twice
+            self._warming = None
         resumed, self._undelivered = self._undelivered[:n], self._undelivered[n:]
         wanted = n - len(resumed)
         if self._pool is not None and self._algorithm in _POOL_AWARE:

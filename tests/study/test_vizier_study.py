@@ -60,6 +60,13 @@ def test_same_seed_gives_same_suggestions_through_the_gp_phase(tmp_path):
     assert other_seed[0] != first[0]
 
 
+def test_background_warm_up_leaves_the_suggestions_unchanged(tmp_path):
+    warmed = study(tmp_path / "a", rounds=(2, 3))
+    assert warmed._warming is not None  # rounds 2 and 3 are model-based: something to trace
+    assert run_rounds(warmed, 3) == run_rounds(study(tmp_path / "b"), 3)
+    assert study(tmp_path / "c", rounds=(2, 1))._warming is None  # one round: nothing model-based
+
+
 def test_integer_and_discrete_params_come_back_as_python_ints(tmp_path):
     for algorithm, candidates in (("fast", POOL), ("default", None)):
         s = study(tmp_path / algorithm, algorithm=algorithm, candidates=candidates)
