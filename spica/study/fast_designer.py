@@ -12,9 +12,11 @@ rule) and changes how they are run:
   for its continuous optimizer), which in small budgets kept it near the first points;
 - the hyperparameter restarts run as independent SciPy L-BFGS-B fits stepping in
   lockstep over one jitted, vmapped loss-and-gradient;
-- trial arrays are padded to a few sizes, so each JAX function is traced once per size;
+- trial arrays are padded to a few sizes, so each JAX function is traced once per size, and
+  once per machine, not per process (spica.study.exported keeps the traces on disk);
 - until the first result arrives (and for `warmup_trials`) points are quasi-random;
-- `warm_up` traces those functions in a background thread while the first rounds replay.
+- `warm_up` loads (the first time on a machine: traces) them in a background thread while
+  the first rounds replay.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from spica.study.candidates import (  # noqa: E402
     quasi_random_suggestions,
     used_keys,
 )
+from spica.study import exported  # noqa: E402
 from spica.study.gp_fit import fit_gp, pad_rows  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -127,15 +130,9 @@ class FastDesigner(vza.Designer):
             all_data = types.ModelData(
                 _padded(seen, self._rows(len(seen))), pad_rows(np.vstack([labels, dummy_labels]), self._rows(len(seen)), 0.0)
             )
-            scores = _acquisition_scores(
-                model,
-                data,
-                all_data,
-                pool_chunks,
-                self._next_key(),
-                np.asarray(self._use_ucb(position, noise_is_high)),
-                np.asarray(noise_is_high),
-            )
+            use_ucb = np.asarray(self._use_ucb(position, noise_is_high))
+            arguments = (model, data, all_data, pool_chunks, self._next_key(), use_ucb, np.asarray(noise_is_high))
+            scores = exported.call(_acquisition_scores, arguments)
             index = int(np.argmax(np.where(available, np.asarray(scores)[: len(pool)], -np.inf)))
             available[index] = False
             picks.append(index)
@@ -268,7 +265,6 @@ def _chunked(features: Features) -> tuple[np.ndarray, np.ndarray]:
     return reshape(features.continuous), reshape(features.categorical)
 
 
-@jax.jit
 def _acquisition_scores(
     model: sp.StochasticProcessWithCoroutine,
     data: types.ModelData,

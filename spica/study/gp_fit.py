@@ -25,6 +25,8 @@ from vizier._src.jax import stochastic_process_model as sp  # noqa: E402
 from vizier._src.jax import types  # noqa: E402
 from vizier._src.jax.models import tuned_gp_models  # noqa: E402
 
+from spica.study import exported  # noqa: E402
+
 
 def pad_rows(array: np.ndarray, rows: int, fill: float) -> types.PaddedArray:
     """Pads rows in NumPy (an eager jnp.pad compiles per shape) with a finite fill: a NaN
@@ -66,8 +68,10 @@ def fit_gp(
     layout = tuple((name, np.shape(value)) for name, value in sorted(fixed.items()))
     lower, upper = (_flatten(bound, layout) for bound in _bounds(per_metric))
 
+    static = (("per_metric", per_metric), ("layout", layout))
+
     def losses_and_grads(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        losses, grads = _batched_loss_and_grad(points, metric_data, per_metric, layout)
+        losses, grads = exported.call(_batched_loss_and_grad, (points, metric_data), static)
         finite = np.isfinite(np.asarray(losses))
         return np.where(finite, losses, 1e10), np.where(finite[:, None], np.asarray(grads), 0.0)
 
@@ -79,9 +83,13 @@ def fit_gp(
     return sp.StochasticProcessWithCoroutine(coroutine, _unflatten(best, layout))
 
 
-@functools.lru_cache(maxsize=None)
 def _bounds(per_metric: sp.ModelCoroutine) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Vizier's (lower, upper) hyperparameter bounds; running the coroutine is slow, so cached."""
+    """Vizier's (lower, upper) hyperparameter bounds (running the coroutine is slow: cached)."""
+    lower, upper = exported.call(_constraint_bounds, (), (("per_metric", per_metric),))
+    return {name: np.asarray(value) for name, value in lower.items()}, {name: np.asarray(value) for name, value in upper.items()}
+
+
+def _constraint_bounds(per_metric: sp.ModelCoroutine) -> tuple[dict[str, Any], dict[str, Any]]:
     return sp.get_constraints(sp.StochasticProcessModel(per_metric)).bounds
 
 
@@ -202,7 +210,6 @@ def _unflatten(flat: Any, layout: tuple[tuple[str, tuple[int, ...]], ...]) -> di
     return params
 
 
-@functools.partial(jax.jit, static_argnames=("per_metric", "layout"))
 def _batched_loss_and_grad(
     starts: jax.Array, metric_data: tuple[types.ModelData, ...], per_metric: sp.ModelCoroutine, layout: tuple
 ) -> tuple[jax.Array, jax.Array]:
