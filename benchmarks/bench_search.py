@@ -3,7 +3,8 @@
 Prints per scenario: wall time, optimizer share, unique replays, cache hits, best score (or the
 front's hypervolume), and — where the exhaustive grid is small enough to run — the fraction of
 the grid optimum reached and the fraction of the grid's replays spent (median over seeds).
-Writes benchmarks/results/search.json.
+Every search runs in a fresh Python process, as `spica` does, so per-process costs (imports,
+JAX traces, worker start-up) count. Writes benchmarks/results/search.json.
 
     .venv/bin/python benchmarks/bench_search.py [--seeds 5] [--scenarios s1 s2 s3] [--grid s1]
 """
@@ -14,6 +15,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,6 +43,13 @@ def load(name: str, **sweep: object) -> SmartSearchConfig:
     data = SmartSearchConfig.from_yaml(SHARED / "scenarios" / SCENARIOS[name]).to_data()
     data["sweep"].update(sweep)
     return SmartSearchConfig.from_mapping(data)
+
+
+def measure_in_new_process(name: str, **sweep: object) -> dict:
+    """One search in a fresh interpreter (see `measure`); its record comes back as JSON."""
+    command = [sys.executable, __file__, "--measure", name, json.dumps(sweep)]
+    output = subprocess.run(command, check=True, capture_output=True, text=True, cwd=REPO).stdout
+    return json.loads(output.strip().splitlines()[-1])
 
 
 def measure(config: SmartSearchConfig) -> dict:
@@ -76,12 +86,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
     parser.add_argument("--grid", nargs="*", default=["s1"], help="scenarios whose exhaustive grid to run")
+    parser.add_argument("--measure", nargs=2, metavar=("SCENARIO", "SWEEP_JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.chdir(REPO)  # scenario paths are relative to the project root
+    if args.measure:
+        name, sweep = args.measure
+        print(json.dumps(measure(load(name, **json.loads(sweep)))))
+        return
     report: dict[str, dict] = {}
     for name in args.scenarios:
         base = load(name)
-        runs = [measure(load(name, seed=base.sweep.seed + offset)) for offset in range(args.seeds)]
+        runs = [measure_in_new_process(name, seed=base.sweep.seed + offset) for offset in range(args.seeds)]
         entry: dict = {"runs": runs, "grid_candidates": grid_size(base)}
         for key in ("wall_seconds", "optimizer_share", "optimizer_total_share", "unique_replays", "cache_hits"):
             entry[f"median_{key}"] = statistics.median(run[key] for run in runs)
@@ -94,7 +109,7 @@ def main() -> None:
         else:
             entry["median_best_score"] = statistics.median(run["best_score"] for run in runs if run["best_score"] is not None)
         if name in args.grid and entry["grid_candidates"] <= GRID_REPLAY_LIMIT:
-            grid = measure(load(name, algorithm="grid", max_rounds=10_000))
+            grid = measure_in_new_process(name, algorithm="grid", max_rounds=10_000)
             entry["grid"] = grid
             entry["fraction_of_grid_optimum"] = statistics.median(run["best_score"] / grid["best_score"] for run in runs)
             entry["fraction_of_grid_replays"] = statistics.median(run["unique_replays"] / grid["unique_replays"] for run in runs)
