@@ -7,6 +7,7 @@ already measured, and knows when the space is exhausted.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -87,6 +88,18 @@ class CandidateSet:
 
     def __len__(self) -> int:
         return len(self.parameters)
+
+    def features_of(self, converter: Converter, trials: Sequence[vz.TrialSuggestion]) -> Features:
+        """The trials' GP features, read from the set where a trial is one of its points
+        (Vizier's converter costs milliseconds per trial)."""
+        rows = [self._row.get(parameter_key(t.parameters, self.names)) for t in trials]
+        if not trials or None in rows:
+            return features_of(converter, trials)
+        return self.features.take(rows)
+
+    @functools.cached_property
+    def _row(self) -> dict[ParameterKey, int]:
+        return {key: row for row, key in enumerate(self.keys)}
 
     def unused_mask(self, used: set[ParameterKey]) -> np.ndarray:
         return np.array([key not in used for key in self.keys], dtype=bool)

@@ -41,7 +41,7 @@ def call(fn: Callable[..., Any], args: tuple, static: Hashable = ()) -> Any:
     """fn(*args, **bound) with the trace cached on disk; `fn` must be a module-level function,
     `static` a tuple of (name, value) keyword arguments that are not arrays."""
     leaves, treedef = jax.tree_util.tree_flatten(args)
-    shapes = tuple((np.shape(leaf), np.result_type(leaf).str) for leaf in leaves)
+    shapes = tuple((leaf.shape, leaf.dtype.str) if hasattr(leaf, "dtype") else (np.shape(leaf), np.result_type(leaf).str) for leaf in leaves)
     memo_key = (fn.__module__, fn.__qualname__, static, treedef, shapes)
     compiled = _LOADED.get(memo_key)
     if compiled is None:

@@ -6,8 +6,10 @@ trials that were asked but never told are handed out again by the next ask().
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -32,7 +34,8 @@ class VizierStudy:
     config when an id is reused, so a changed plan or space must never map to an old id.
     `candidates` (optional) is the finite set of valid points; pool-aware algorithms
     pick only from it, each point once, and ask() returns fewer once it is used up.
-    `rounds` (optional): (suggestions per ask, number of asks) the caller plans; the fast
+    `storage_dir` None keeps the study in memory (Vizier's RAM datastore), for a study that
+    lives for one run. `rounds` (optional): (suggestions per ask, number of asks) the caller plans; the fast
     designer then traces its JAX functions for them in the background from the start.
     """
 
@@ -43,7 +46,7 @@ class VizierStudy:
         objectives: Sequence[Objective],
         *,
         seed: int,
-        storage_dir: Path,
+        storage_dir: Path | None,
         fingerprint: str,
         algorithm: str = "fast",
         candidates: Sequence[Mapping[str, Any]] | None = None,
@@ -62,12 +65,13 @@ class VizierStudy:
         self._pool = _unique_points(self._params, candidates) if candidates is not None else None
         if self._pool is not None and not self._pool:
             raise ValueError("candidates: empty; pass None to search the whole space")
+        self._pool_keys = {point_key(self._params, p) for p in self._pool or []}
         self._vizier_id = f"{study_id}.{fingerprint}.{self._definition_digest(seed)}"
-        self._study = self._open(seed, Path(storage_dir), rounds)
+        self._study = self._open(seed, Path(storage_dir) if storage_dir is not None else None, rounds)
         self._trials = {t.id: self._record(t) for t in self._study.trials().get()}
         self._undelivered = [i for i, t in sorted(self._trials.items()) if t.status == "pending"]
 
-    def _open(self, seed: int, storage_dir: Path, rounds: tuple[int, int] | None) -> clients.Study:
+    def _open(self, seed: int, storage_dir: Path | None, rounds: tuple[int, int] | None) -> clients.Study:
         problem = vizier_space.problem_statement(self._params, self._objectives)
         config = svz.StudyConfig.from_problem(problem)
         config.algorithm = engine.ALGORITHMS[self._algorithm]
@@ -75,9 +79,12 @@ class VizierStudy:
         if self._pool is not None and self._algorithm in _POOL_AWARE:
             pool = CandidateSet.build(problem, [vizier_space.to_vizier(self._params, p) for p in self._pool])
         spec = engine.DesignerSpec(self._algorithm, seed, pool, fast_designer.FastSettings())
-        self._warming = None
+        self._warming: threading.Thread | None = None
+        self._warm_up = None  # started by the first ask, so that it does not slow that ask down
         if self._algorithm == "fast" and rounds is not None:
-            self._warming = fast_designer.warm_up(problem, pool, batch=rounds[0], rounds=rounds[1], seed=seed, settings=spec.settings)
+            self._warm_up = functools.partial(
+                fast_designer.warm_up, problem, pool, batch=rounds[0], rounds=rounds[1], seed=seed, settings=spec.settings
+            )
         return engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
 
     @property
@@ -91,9 +98,11 @@ class VizierStudy:
 
     def ask(self, n: int) -> list[Suggestion]:
         check_ask_count(n)
-        if self._warming is not None and any(t.status != "pending" for t in self._trials.values()):
-            self._warming.join()  # a model-based ask: let the warm-up finish rather than trace twice
-            self._warming = None
+        if any(t.status != "pending" for t in self._trials.values()):  # a model-based ask
+            self._warm_up = None
+            if self._warming is not None:  # let the warm-up finish rather than trace twice
+                self._warming.join()
+                self._warming = None
         resumed, self._undelivered = self._undelivered[:n], self._undelivered[n:]
         wanted = n - len(resumed)
         if self._pool is not None and self._algorithm in _POOL_AWARE:
@@ -106,6 +115,8 @@ class VizierStudy:
                 record = self._record(trial.materialize())
                 self._trials[record.trial_id] = record
                 fresh.append(record.trial_id)
+        if self._warm_up is not None:
+            self._warming, self._warm_up = self._warm_up(), None
         return [Suggestion(i, dict(self._trials[i].params)) for i in resumed + sorted(fresh)]
 
     def tell(
@@ -132,7 +143,7 @@ class VizierStudy:
     def _unused_candidates(self) -> int:
         """How many candidates no trial has used yet (pool-aware designers pick only these)."""
         used = {point_key(self._params, t.params) for t in self._trials.values()}
-        return sum(point_key(self._params, p) not in used for p in self._pool)
+        return len(self._pool_keys - used)
 
     def _record(self, trial: vz.Trial) -> Trial:
         """A Vizier trial as a Spica Trial record."""
