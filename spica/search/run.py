@@ -8,8 +8,6 @@ merge → results folder.
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -98,7 +96,7 @@ def _objectives(config: SmartSearchConfig) -> list[Objective]:
     ]
 
 
-def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> tuple[Study, bool, int | None]:
+def _study_for(plan: Plan, branch: Branch, knobs: list[Knob]) -> tuple[Study, bool, int | None]:
     """The branch's study, whether backend is a dimension, and the finite pool size (if known)."""
     config = plan.config
     has_backend = len(branch.backends) > 1
@@ -120,7 +118,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], storage: Path) -> 
         params or [Param("pinned", "categorical", choices=("only",))],
         objectives,
         seed=config.sweep.seed,
-        storage_dir=storage,
+        storage_dir=None,
         fingerprint=plan.short_id,
         algorithm=config.sweep.designer,
         candidates=points if params else None,
@@ -182,16 +180,15 @@ def run_smart_search(
 
     own_pool = pool is None
     pool = pool or local_pool(config.sweep.parallel_evals, config.sweep.per_round)  # its workers start meanwhile
-    storage = Path(tempfile.mkdtemp(prefix="spica-studies-"))
     try:
         winners, predictor_report = _predictor_winners(plan)
         branches = branches_for(config)
-        # Studies live for one run: a resume replays them from the journal, asking the same
-        # seeded questions and getting every finished answer back without a replay.
+        # Studies live in memory for one run: a resume replays them from the journal, asking
+        # the same seeded questions and getting every finished answer back without a replay.
         searches = []
         for branch in branches:
             knobs = branch_knobs(config, branch.mode)
-            study, has_backend, pool_size = _study_for(plan, branch, knobs, storage)
+            study, has_backend, pool_size = _study_for(plan, branch, knobs)
             searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
         sweep = config.sweep
         budget = sweep.max_rounds * sweep.per_round
@@ -206,7 +203,6 @@ def run_smart_search(
     finally:
         if own_pool:
             pool.close()
-        shutil.rmtree(storage, ignore_errors=True)
 
     best = _merge(config, ledger)
     tallies = dict(loop.tally.counts)

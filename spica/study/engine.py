@@ -1,4 +1,5 @@
-"""The in-process Vizier service behind every VizierStudy: one per storage directory.
+"""The in-process Vizier service behind every VizierStudy: one per storage directory, or one
+per in-memory study.
 
 Each storage directory gets its own VizierServicer over a SQLite file in it (Vizier's
 default database lives inside site-packages) and its own Pythia service whose policy
@@ -129,8 +130,14 @@ _ENGINES: dict[Path, Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def engine_for(storage_dir: Path) -> Engine:
-    """The engine for `storage_dir` (created on first use; one per directory per process)."""
+def engine_for(storage_dir: Path | None) -> Engine:
+    """The engine for `storage_dir` (created on first use; one per directory per process), or
+    with None a new one over Vizier's in-memory datastore, for a study that lives for one run."""
+    if storage_dir is None:
+        policies = SpicaPolicyFactory()
+        service = vizier_service.VizierServicer(database_url=None)
+        service.default_pythia_service = pythia_service.PythiaServicer(service, policies)
+        return Engine(service, policies)
     directory = Path(storage_dir).expanduser().resolve()
     with _ENGINES_LOCK:
         if directory not in _ENGINES:

@@ -62,9 +62,15 @@ def test_same_seed_gives_same_suggestions_through_the_gp_phase(tmp_path):
 
 def test_background_warm_up_leaves_the_suggestions_unchanged(tmp_path):
     warmed = study(tmp_path / "a", rounds=(2, 3))
-    assert warmed._warming is not None  # rounds 2 and 3 are model-based: something to trace
-    assert run_rounds(warmed, 3) == run_rounds(study(tmp_path / "b"), 3)
-    assert study(tmp_path / "c", rounds=(2, 1))._warming is None  # one round: nothing model-based
+    first = warmed.ask(2)
+    assert warmed._warming is not None  # started by the first ask: rounds 2 and 3 are model-based
+    for suggestion in first:
+        warmed.tell(suggestion.trial_id, throughput(suggestion.params))
+    plain = study(tmp_path / "b")
+    assert [[x.params for x in first]] + run_rounds(warmed, 2) == run_rounds(plain, 3)
+    single = study(tmp_path / "c", rounds=(2, 1))
+    single.ask(2)
+    assert single._warming is None  # one round: nothing model-based to prepare
 
 
 def test_integer_and_discrete_params_come_back_as_python_ints(tmp_path):
@@ -156,3 +162,7 @@ def test_invalid_arguments_name_the_field(tmp_path):
         study(tmp_path, fingerprint="a/b")
     with pytest.raises(ValueError, match=r"candidate .*missing params \['max_num_seqs'\]"):
         study(tmp_path, candidates=[{"backend": "vllm", "tp": 1, "replicas": 1}])
+
+
+def test_in_memory_study_asks_what_a_study_on_disk_asks(tmp_path):
+    assert run_rounds(study(None, storage_dir=None), 3) == run_rounds(study(tmp_path), 3)
