@@ -4,7 +4,7 @@ Prints per scenario: wall time, optimizer share, unique replays, cache hits, bes
 front's hypervolume), and — where the exhaustive grid is small enough to run — the fraction of
 the grid optimum reached and the fraction of the grid's replays spent (median over seeds).
 Every search runs in a fresh Python process, as `spica` does, so per-process costs (imports,
-JAX traces, worker start-up) count. Writes benchmarks/results/search.json.
+JAX traces, worker start-up) count. Merges into benchmarks/results/search.json.
 
     .venv/bin/python benchmarks/bench_search.py [--seeds 5] [--scenarios s1 s2 s3] [--grid s1]
 """
@@ -117,7 +117,8 @@ def main() -> None:
         print(_line(name, entry), flush=True)
     out = REPO / "benchmarks" / "results" / "search.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1))
+    earlier = json.loads(out.read_text()) if out.exists() else {}
+    out.write_text(json.dumps(earlier | report, indent=1))  # scenarios run separately merge
     print(f"wrote {out}")
 
 

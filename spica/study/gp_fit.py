@@ -8,7 +8,6 @@ op costs a trace and a compile per process).
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, Callable, Mapping
 
