@@ -198,8 +198,9 @@ class RoundLoop:
         with self.clock.choosing(self._inflight):
             for position, (trial_id, _, key) in enumerate(current.batch):
                 candidate = self.measured[key]
-                if key not in current.replayed:
-                    self.tally.counts["cache_hits"] += 1  # measured by an earlier, interrupted run
+                if key not in current.replayed:  # measured by an earlier, interrupted run
+                    self.tally.counts["cache_hits"] += 1
+                    self.meter.update(current.index + 1, candidate)
                 self._seen_in_run.add(key)
                 self._ledger.append(((current.index, current.order, position), candidate))
                 self.tally.add(candidate.status)

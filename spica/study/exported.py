@@ -5,8 +5,8 @@ array shape, longer than a whole round of a small search. `jax.export` keeps the
 lowered function: the first process to need a (function, static settings, shapes) triple
 exports it to Spica's cache, every later process loads it in milliseconds and gets the
 compiled code from JAX's persistent compilation cache. The cache key covers the versions
-of JAX and Vizier and the source of the module that defines the function, so an upgrade or
-an edit re-exports. If exporting fails, the function simply runs under jax.jit.
+of JAX, Vizier and TFP and the source of the module that defines the function, so an
+upgrade or an edit re-exports. If exporting fails, the function simply runs under jax.jit.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from jax import export  # noqa: E402
 
 log = logging.getLogger(__name__)
 
+_TRACED_LIBRARIES = ("jax", "jaxlib", "google-vizier", "tfp-nightly")  # what a traced function is made of
 _LOADED: dict[Hashable, Callable[..., Any]] = {}
 _LOCK = threading.Lock()
 
@@ -74,7 +75,7 @@ def _key(fn: Callable[..., Any], static: Hashable, treedef: Any, shapes: tuple) 
     source = Path(inspect.getsourcefile(fn) or "").read_bytes()
     parts = [
         fn.__module__, fn.__qualname__, repr(static), str(treedef), repr(shapes), hashlib.sha256(source).hexdigest(),
-        jax.__version__, importlib.metadata.version("google-vizier"),
+        *(importlib.metadata.version(package) for package in _TRACED_LIBRARIES),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
