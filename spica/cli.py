@@ -111,6 +111,10 @@ def _search_and_report(config: SmartSearchConfig, app: dict[str, Any], results_d
     pool = evaluation_pool(app.get("evaluation"), results_dir)
     try:
         run_smart_search(config, results_dir=results_dir, pool=pool, progress=True)
+    except KeyboardInterrupt:
+        where = f"results_dir={results_dir}" if results_dir else "the same results folder"
+        print(f"\nspica: interrupted. Finished evaluations are kept; run again with {where} to resume.", file=sys.stderr)
+        raise SystemExit(130) from None
     finally:
         if pool is not None:
             pool.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import signal
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Protocol, Sequence
@@ -76,9 +77,11 @@ class ProcessPool:
 
     def __init__(self, workers: int, preload: str | None = None):
         self.workers = workers
-        self._executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        self._executor = ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_leave_interrupts_to_the_caller
+        )
         if preload is not None:
-            self.submit(importlib.import_module, [preload] * workers)  # a module is no result: ignored
+            self.submit(_preload, [preload] * workers)
 
     def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]:
         try:
@@ -88,6 +91,16 @@ class ProcessPool:
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _preload(module: str) -> None:
+    importlib.import_module(module)
+
+
+def _leave_interrupts_to_the_caller() -> None:
+    """Ctrl-C reaches every process of the terminal's group: workers ignore it, so the caller
+    alone decides (it cancels what is queued and keeps what finished) instead of the pool dying."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def local_pool(parallel_evals: int, per_round: int) -> EvaluationPool:

@@ -62,6 +62,7 @@ class _Round:
     followers: list[tuple[int, str]] = field(default_factory=list)  # same key as a batch member
     replayed: set[str] = field(default_factory=set)
     waiting: set[str] = field(default_factory=set)
+    exhausted: bool = False  # the study returned no suggestions
 
 
 class OptimizerClock:
@@ -76,9 +77,12 @@ class OptimizerClock:
     def watch(self, future: Future) -> None:
         future.add_done_callback(lambda done: self._finished.setdefault(done, time.monotonic()))
 
+    def forget(self, future: Future) -> None:
+        self._finished.pop(future, None)
+
     @contextmanager
     def choosing(self, running: Iterable[Future]) -> Iterator[None]:
-        running = list(running)
+        running = [future for future in running if not future.done()]
         start = time.monotonic()
         try:
             yield
@@ -128,6 +132,7 @@ class RoundLoop:
             rounds = []
             for future in sorted(done, key=list(self._inflight).index):
                 current, key, unrolled = self._inflight.pop(future)
+                self.clock.forget(future)
                 self._record(current, key, unrolled, outcome(future))
                 rounds.append(current)
             for current in sorted({id(r): r for r in rounds}.values(), key=lambda r: r.order):
@@ -141,8 +146,8 @@ class RoundLoop:
         while self.max_rounds is None or index < self.max_rounds:
             with self.clock.choosing(self._inflight):
                 current = self._ask(order, search, index)
-            if current is None:
-                return
+            if current.exhausted and not (current.batch or current.followers):
+                return  # the study has nothing left to suggest
             fresh = [(unrolled, key) for _, unrolled, key in current.batch if key not in self.measured]
             if fresh:
                 futures = self.pool.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh])
@@ -155,14 +160,16 @@ class RoundLoop:
             self._finish(current)
             index += 1
 
-    def _ask(self, order: int, search: BranchSearch, index: int) -> _Round | None:
-        """per_round suggestions, projected and deduplicated; None when the study has no more."""
+    def _ask(self, order: int, search: BranchSearch, index: int) -> _Round:
+        """per_round suggestions, projected and deduplicated (a round may bring nothing new:
+        the branch then goes on to its next round; it stops when its study runs dry)."""
         current = _Round(order, search, index)
         wanted, asks = self.per_round, 0
         while wanted > 0 and asks < REPLACEMENT_ASKS:
             suggestions = search.study.ask(wanted)
             asks += 1
             if not suggestions:
+                current.exhausted = True
                 break
             for suggestion in suggestions:
                 try:
@@ -182,7 +189,7 @@ class RoundLoop:
                     continue
                 current.batch.append((suggestion.trial_id, unrolled, key))
                 wanted -= 1
-        return current if current.batch or current.followers else None
+        return current
 
     def _record(self, current: _Round, key: str, unrolled: dict[str, Any], result: Evaluation | BaseException) -> None:
         """A finished replay: journaled at once, so an interruption loses nothing measured."""

@@ -5,8 +5,8 @@ array shape, longer than a whole round of a small search. `jax.export` keeps the
 lowered function: the first process to need a (function, static settings, shapes) triple
 exports it to Spica's cache, every later process loads it in milliseconds and gets the
 compiled code from JAX's persistent compilation cache. The cache key covers the versions
-of JAX, Vizier and TFP and the source of the module that defines the function, so an
-upgrade or an edit re-exports. If exporting fails, the function simply runs under jax.jit.
+of JAX, Vizier and TFP, the JAX platform and the source of the module that defines the
+function, so an upgrade or an edit re-exports. If exporting fails, the function simply runs under jax.jit.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def _load_or_export(fn: Callable[..., Any], static: Hashable, treedef: Any, shap
     def flat(*leaves: Any) -> Any:
         return bound(*jax.tree_util.tree_unflatten(treedef, leaves))
 
-    path = cache_dir() / "export" / f"{fn.__qualname__}-{_key(fn, static, treedef, shapes)}.bin"
     try:
+        path = cache_dir() / "export" / f"{fn.__qualname__}-{_key(fn, static, treedef, shapes)}.bin"
         if path.exists():
             return jax.jit(export.deserialize(bytearray(path.read_bytes())).call)
         specs = [jax.ShapeDtypeStruct(shape, np.dtype(dtype)) for shape, dtype in shapes]
@@ -75,6 +75,7 @@ def _key(fn: Callable[..., Any], static: Hashable, treedef: Any, shapes: tuple) 
     source = Path(inspect.getsourcefile(fn) or "").read_bytes()
     parts = [
         fn.__module__, fn.__qualname__, repr(static), str(treedef), repr(shapes), hashlib.sha256(source).hexdigest(),
+        jax.default_backend(),
         *(importlib.metadata.version(package) for package in _TRACED_LIBRARIES),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
