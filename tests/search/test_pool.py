@@ -41,3 +41,17 @@ def test_dead_pool_mentions_the_main_guard():
             run_all(pool, os._exit, [1, 1])
     finally:
         pool.close()
+
+
+def _interrupt_handler(_: object) -> str:
+    import signal
+
+    return "ignored" if signal.getsignal(signal.SIGINT) == signal.SIG_IGN else "handled"
+
+
+def test_workers_leave_ctrl_c_to_the_caller():
+    pool = ProcessPool(2)
+    try:
+        assert run_all(pool, _interrupt_handler, [None, None]) == ["ignored", "ignored"]
+    finally:
+        pool.close()
