@@ -134,17 +134,17 @@ def engine_for(storage_dir: Path | None) -> Engine:
     """The engine for `storage_dir` (created on first use; one per directory per process), or
     with None a new one over Vizier's in-memory datastore, for a study that lives for one run."""
     if storage_dir is None:
-        policies = SpicaPolicyFactory()
-        service = vizier_service.VizierServicer(database_url=None)
-        service.default_pythia_service = pythia_service.PythiaServicer(service, policies)
-        return Engine(service, policies)
+        return _new_engine(database_url=None)
     directory = Path(storage_dir).expanduser().resolve()
     with _ENGINES_LOCK:
         if directory not in _ENGINES:
             directory.mkdir(parents=True, exist_ok=True)
-            service = vizier_service.VizierServicer(database_url=f"sqlite:///{directory / DATABASE_FILE}")
-            policies = SpicaPolicyFactory()
-            service.default_pythia_service = pythia_service.PythiaServicer(service, policies)
-            _ENGINES[directory] = Engine(service, policies)
+            _ENGINES[directory] = _new_engine(database_url=f"sqlite:///{directory / DATABASE_FILE}")
         return _ENGINES[directory]
 
+
+def _new_engine(database_url: str | None) -> Engine:
+    service = vizier_service.VizierServicer(database_url=database_url)
+    policies = SpicaPolicyFactory()
+    service.default_pythia_service = pythia_service.PythiaServicer(service, policies)
+    return Engine(service, policies)

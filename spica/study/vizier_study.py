@@ -62,10 +62,11 @@ class VizierStudy:
         self._params = tuple(params)
         self._objectives = tuple(objectives)
         self._algorithm = algorithm
-        self._pool = _unique_points(self._params, candidates) if candidates is not None else None
-        if self._pool is not None and not self._pool:
+        unique = _unique_points(self._params, candidates) if candidates is not None else None
+        if unique is not None and not unique:
             raise ValueError("candidates: empty; pass None to search the whole space")
-        self._pool_keys = {point_key(self._params, p) for p in self._pool or []}
+        self._pool = list(unique.values()) if unique is not None else None
+        self._pool_keys = tuple(unique or ())
         self._vizier_id = f"{study_id}.{fingerprint}.{self._definition_digest(seed)}"
         self._study = self._open(seed, Path(storage_dir) if storage_dir is not None else None, rounds)
         self._trials = {t.id: self._record(t) for t in self._study.trials().get()}
@@ -143,7 +144,7 @@ class VizierStudy:
     def _unused_candidates(self) -> int:
         """How many candidates no trial has used yet (pool-aware designers pick only these)."""
         used = {point_key(self._params, t.params) for t in self._trials.values()}
-        return len(self._pool_keys - used)
+        return sum(key not in used for key in self._pool_keys)
 
     def _record(self, trial: vz.Trial) -> Trial:
         """A Vizier trial as a Spica Trial record."""
@@ -161,14 +162,15 @@ class VizierStudy:
             "objectives": [repr(o) for o in self._objectives],
             "algorithm": self._algorithm,
             "seed": seed,
-            "candidates": [repr(point_key(self._params, p)) for p in self._pool or []],
+            "candidates": [repr(key) for key in self._pool_keys],
         }
         return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _unique_points(params: Sequence[Param], candidates: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _unique_points(params: Sequence[Param], candidates: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The candidates, coerced, by key (first occurrence kept, in order)."""
     points: dict[tuple[Any, ...], dict[str, Any]] = {}
     for candidate in candidates:
         point = coerce_point(params, candidate)
         points.setdefault(point_key(params, point), point)
-    return list(points.values())
+    return points
