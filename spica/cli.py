@@ -12,10 +12,11 @@ Every user error is printed as one line per problem, without a traceback, exit s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
@@ -110,14 +111,21 @@ def _search_and_report(config: SmartSearchConfig, app: dict[str, Any], results_d
 
     pool = evaluation_pool(app.get("evaluation"), results_dir)
     try:
-        run_smart_search(config, results_dir=results_dir, pool=pool, progress=True)
-    except KeyboardInterrupt:
-        where = f"results_dir={results_dir}" if results_dir else "the same results folder"
-        print(f"\nspica: interrupted. Finished evaluations are kept; run again with {where} to resume.", file=sys.stderr)
-        raise SystemExit(130) from None
+        with _resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
+            run_smart_search(config, results_dir=results_dir, pool=pool, progress=True)
     finally:
         if pool is not None:
             pool.close()
+
+
+@contextlib.contextmanager
+def _resumable(again_with: str) -> Iterator[None]:
+    """Ctrl-C during a search: one line saying how to resume, exit 130, no traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(f"\nspica: interrupted. Finished evaluations are kept; run again with {again_with} to resume.", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def _config_for(args: argparse.Namespace) -> tuple[SmartSearchConfig, dict[str, Any]]:
@@ -153,7 +161,8 @@ def _cmd_run_plan(argv: Sequence[str]) -> None:
         raise UserError([str(exc)]) from None
     from spica.search import run_smart_search
 
-    run_smart_search(plan, results_dir=args.output, progress=True)
+    with _resumable(f"-o {args.output}" if args.output else "the same command"):
+        run_smart_search(plan, results_dir=args.output, progress=True)
 
 
 def _cmd_space(argv: Sequence[str]) -> None:
