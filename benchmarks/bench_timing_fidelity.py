@@ -43,7 +43,7 @@ def qwen3_32b_candidate(
     """An unrolled candidate; `roles` maps "agg" or "prefill"/"decode" to (tp, replicas)."""
     mode = "agg" if "agg" in roles else "disagg"
     candidate: dict[str, Any] = {
-        "mode": mode,
+        "deployment_mode": mode,
         "backend": backend,
         "backend_version": BACKEND_VERSIONS[backend],
         "model_name": "Qwen/Qwen3-32B",
@@ -116,7 +116,7 @@ def trace_slice(directory: str) -> WorkloadSpec:
 
 
 def label(candidate: dict[str, Any]) -> str:
-    if candidate["mode"] == "agg":
+    if candidate["deployment_mode"] == "agg":
         shape = f"agg tp{candidate['tp']}x{candidate['replicas']}"
     else:
         shape = f"disagg p{candidate['prefill_tp']}x{candidate['prefill_replicas']} d{candidate['decode_tp']}x{candidate['decode_replicas']}"

@@ -132,7 +132,7 @@ def build_replay_call(
     planner_config: Mapping[str, Any] | None = None,
 ) -> ReplayCall:
     """The Replay call that scores `unrolled` on `workload` (pure: no Dynamo import, no I/O)."""
-    mode = unrolled["mode"]
+    mode = unrolled["deployment_mode"]
     if mode == "agg":
         kwargs: dict[str, Any] = {
             "extra_engine_args": engine_args(unrolled, "agg"),
@@ -220,8 +220,8 @@ def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
 def _shape_prefix(unrolled: Mapping[str, Any], role: str) -> str:
     if role not in WORKER_TYPES:
         raise ValueError(f"role: {role!r} is not one of {', '.join(WORKER_TYPES)}")
-    if (role == "agg") != (unrolled["mode"] == "agg"):
-        raise ValueError(f"role {role!r} does not exist in a {unrolled['mode']} candidate")
+    if (role == "agg") != (unrolled["deployment_mode"] == "agg"):
+        raise ValueError(f"role {role!r} does not exist in a {unrolled['deployment_mode']} candidate")
     return "" if role == "agg" else f"{role}_"
 
 

@@ -52,6 +52,12 @@ def signed_score(target: str, values: Mapping[str, float]) -> float:
     return -values[target] if target in MINIMIZED else values[target]
 
 
+def candidate_score(objectives: Sequence[str], pareto: bool, values: Mapping[str, float]) -> float:
+    """A candidate's score (SPEC §3 step 6): the signed target for a scalar goal; for a Pareto
+    goal the raw value of its first objective."""
+    return float(values[objectives[0]]) if pareto else signed_score(objectives[0], values)
+
+
 def rank(items: Iterable[Item], score_of: Callable[[Item], float], gpus_of: Callable[[Item], float]) -> list[Item]:
     """Best first by score; equal scores go to the candidate with fewer GPUs; NaN scores last."""
 
@@ -67,14 +73,17 @@ def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
     return all(x >= y for x, y in zip(a, b, strict=True)) and any(x > y for x, y in zip(a, b))
 
 
-def pareto_front(items: Iterable[Item], objectives_of: Callable[[Item], Sequence[float]]) -> list[Item]:
+def pareto_front(
+    items: Iterable[Item], objectives_of: Callable[[Item], Sequence[float]], order_of: Callable[[Item], float] | None = None
+) -> list[Item]:
     """The non-dominated items (objectives oriented higher-is-better, e.g. via `signed_score`),
-    ascending along the last objective. Items with a NaN objective are never on the front;
-    items with identical objective vectors are all kept."""
+    ascending along `order_of` (default: the last oriented objective). Items with a NaN
+    objective are never on the front; items with identical objective vectors are all kept."""
     scored = [(item, tuple(objectives_of(item))) for item in items]
     scored = [(item, point) for item, point in scored if not any(math.isnan(v) for v in point)]
     front = [(item, point) for item, point in scored if not any(dominates(other, point) for _, other in scored)]
-    return [item for item, _ in sorted(front, key=lambda pair: pair[1][-1])]
+    key = (lambda pair: order_of(pair[0])) if order_of is not None else (lambda pair: pair[1][-1])
+    return [item for item, _ in sorted(front, key=key)]
 
 
 def hypervolume_2d(points: Iterable[Sequence[float]], reference: Sequence[float]) -> float:

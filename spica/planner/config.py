@@ -162,7 +162,7 @@ def planner_config(unrolled: Mapping[str, Any], sla: SlaLike | None = None) -> d
             f"planner_scaling_policy {unrolled.get('planner_scaling_policy')}: throughput scaling needs "
             f"planner target 'sla' (a goodput goal), got {target!r}"
         )
-    mode = unrolled["mode"]
+    mode = unrolled["deployment_mode"]
     payload: dict[str, Any] = {
         "mode": mode,
         "backend": unrolled["backend"],

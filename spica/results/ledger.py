@@ -39,6 +39,11 @@ class Candidate:
         return self.status == "feasible"
 
     @property
+    def config(self) -> dict[str, Any]:
+        """The unrolled sample (upstream's name for it): one flat dict with upstream's keys."""
+        return self.unrolled
+
+    @property
     def used_gpus(self) -> int:
         return int(self.unrolled.get("used_gpus", 0))
 
@@ -52,11 +57,11 @@ class Candidate:
     def label(self) -> str:
         """A short human description: mode, backend and shape."""
         u = self.unrolled
-        if u.get("mode") == "disagg":
+        if u.get("deployment_mode") == "disagg":
             shape = f"P {u['prefill_replicas']}x{u['prefill_strategy']}{_gpus(u, 'prefill_')} + D {u['decode_replicas']}x{u['decode_strategy']}{_gpus(u, 'decode_')}"
         else:
             shape = f"{u.get('replicas')}x{u.get('strategy')}{_gpus(u, '')}"
-        return f"{u.get('mode')} {u.get('backend')} {shape}"
+        return f"{u.get('deployment_mode')} {u.get('backend')} {shape}"
 
 
 def _gpus(unrolled: Mapping[str, Any], prefix: str) -> int:

@@ -258,7 +258,7 @@ def planner_config(candidate: Candidate) -> dict[str, Any] | None:
     config: dict[str, Any] = {
         "environment": "kubernetes",
         "backend": u["backend"],
-        "mode": u["mode"],
+        "mode": u["deployment_mode"],
         "model_name": u["model_name"],
         "optimization_target": u["planner_optimization_target"],
         "enable_throughput_scaling": bool(u.get("enable_throughput_scaling")),
@@ -322,7 +322,7 @@ def _k8s_name(field: str, value: str) -> str:
 def dynamo_manifest(candidate: Candidate, *, namespace: str = "spica", name: str | None = None) -> dict[str, Any]:
     """The DynamoGraphDeployment (v1alpha1) that deploys `candidate` as it was replayed."""
     u = candidate.unrolled
-    backend, mode = u["backend"], u["mode"]
+    backend, mode = u["backend"], u["deployment_mode"]
     if backend not in ENGINE_ARGS:
         raise ValueError(f"backend: {backend!r} is not one of {', '.join(ENGINE_ARGS)}")
     if mode not in MODES:

@@ -33,7 +33,7 @@ def _axis_label(objective: str) -> str:
 
 
 def _group(candidate: Candidate) -> str:
-    return f"{candidate.unrolled.get('mode')} {candidate.unrolled.get('backend')}"
+    return f"{candidate.unrolled.get('deployment_mode')} {candidate.unrolled.get('backend')}"
 
 
 def _statuses(candidates: Sequence[Candidate]) -> str:

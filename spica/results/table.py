@@ -26,7 +26,7 @@ def _cell(value: Any) -> str:
 
 def _knobs(candidate: Candidate) -> str:
     u = candidate.unrolled
-    roles = ("prefill", "decode") if u["mode"] == "disagg" else ("agg",)
+    roles = ("prefill", "decode") if u["deployment_mode"] == "disagg" else ("agg",)
     parts = [f"{role[0]}:seqs={u[f'{role}_max_num_seqs']},mbt={u[f'{role}_max_num_batched_tokens']}" for role in roles]
     parts.append(u["router_mode"])
     if u.get("planner_scaling_policy", "disabled") != "disabled":

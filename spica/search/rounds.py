@@ -28,8 +28,9 @@ from spica.space import projection
 from spica.space.branches import Branch
 from spica.study.base import Study
 
-REPLACEMENT_ASKS = 3
-"""A round asks at most this many times per_round suggestions before it stops hunting for new ones."""
+ASK_CAP_PER_SLOT = 11
+"""A round stops hunting for new candidates once it has asked this many suggestions per slot
+(11 × per_round in all, upstream's per-round safety cap): duplicates are replaced until then."""
 
 
 @dataclass
@@ -164,10 +165,10 @@ class RoundLoop:
         """per_round suggestions, projected and deduplicated (a round may bring nothing new:
         the branch then goes on to its next round; it stops when its study runs dry)."""
         current = _Round(order, search, index)
-        wanted, asks = self.per_round, 0
-        while wanted > 0 and asks < REPLACEMENT_ASKS:
-            suggestions = search.study.ask(wanted)
-            asks += 1
+        wanted, asked, cap = self.per_round, 0, ASK_CAP_PER_SLOT * self.per_round
+        while wanted > 0 and asked < cap:
+            suggestions = search.study.ask(min(wanted, cap - asked))
+            asked += len(suggestions)
             if not suggestions:
                 current.exhausted = True
                 break
@@ -244,7 +245,7 @@ def _candidate(plan: Plan, branch: str, round_index: int, key: str, unrolled: di
         return Candidate(key, branch, round_index, "failed", unrolled, reason=f"error: {type(outcome).__name__}: {outcome}", plan_fingerprint=plan.fingerprint)
     config = plan.config
     objectives = {name: outcome.objectives[name] for name in config.goal.objectives if name in outcome.objectives}
-    signed = score.signed_score(config.goal.target, outcome.objectives) if outcome.status == "feasible" and config.goal.target != "pareto" else None
+    signed = score.candidate_score(config.goal.objectives, config.goal.target == "pareto", outcome.objectives) if outcome.status == "feasible" else None
     return Candidate(
         key=key,
         branch=branch,

@@ -224,10 +224,13 @@ def run_smart_search(
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:
-    """SPEC §3 step 6: rank by signed score (ties toward fewer GPUs), or the Pareto front."""
+    """SPEC §3 step 6: rank by signed score (ties toward fewer GPUs), or the Pareto front sorted
+    by the raw value of its last objective (the plot's x-axis), whatever its direction."""
     unique = list({candidate.key: candidate for candidate in ledger if candidate.feasible}.values())
     if config.goal.target == "pareto":
-        objectives = config.goal.pareto_objectives
-        return score.pareto_front(unique, lambda c: [score.signed_score(name, c.objectives) for name in objectives])
+        objectives = config.goal.objectives
+        return score.pareto_front(
+            unique, lambda c: [score.signed_score(name, c.objectives) for name in objectives], lambda c: c.objectives[objectives[-1]]
+        )
     return score.rank(unique, lambda c: c.score, lambda c: c.used_gpus)
 

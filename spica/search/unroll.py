@@ -32,7 +32,7 @@ def _resolved(items: list[tuple[str, dict[str, Any]]], name: str) -> dict[str, A
 
 def kv_capacity_tokens(unrolled: Mapping[str, Any]) -> int:
     """KV tokens the whole deployment holds where requests live during decode."""
-    if unrolled["mode"] == "agg":
+    if unrolled["deployment_mode"] == "agg":
         return unrolled["agg_kv_tokens"] * unrolled["replicas"]
     return unrolled["decode_kv_tokens"] * unrolled["decode_replicas"]
 
@@ -55,7 +55,7 @@ def unroll(
 ) -> dict[str, Any]:
     space = config.search_space
     mode = parallel.mode
-    out: dict[str, Any] = {"mode": mode, "backend": backend, "backend_version": parallel.backend_version(backend)}
+    out: dict[str, Any] = {"deployment_mode": mode, "backend": backend, "backend_version": parallel.backend_version(backend)}
     out.update({name: getattr(space, name) for name in PINNED_FIELDS})
     out["context_length"] = context_length
     out.update(parallel.unrolled(backend))

@@ -231,7 +231,7 @@ class ParallelConfig:
         """Flat shape fields for one backend (UNROLLED.md); KV fields absent when unknown."""
         fit = self.fit(backend)
         out: dict[str, Any] = {
-            "mode": self.mode,
+            "deployment_mode": self.mode,
             "backend": backend,
             "backend_version": fit.backend_version,
             "used_gpus": self.used_gpus,

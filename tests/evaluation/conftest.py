@@ -79,7 +79,7 @@ def _role(role: str, tp: int, replicas: int, prefix_caching: bool, max_num_seqs:
 @pytest.fixture
 def agg_candidate() -> Callable[..., dict[str, Any]]:
     def make(tp: int = 1, replicas: int = 2, backend: str = "vllm", **overrides: Any) -> dict[str, Any]:
-        candidate = {**_common(backend), "mode": "agg", "used_gpus": tp * replicas}
+        candidate = {**_common(backend), "deployment_mode": "agg", "used_gpus": tp * replicas}
         candidate.update(_role("agg", tp, replicas, prefix_caching=True, max_num_seqs=256))
         candidate.update(overrides)
         return candidate
@@ -90,7 +90,7 @@ def agg_candidate() -> Callable[..., dict[str, Any]]:
 @pytest.fixture
 def disagg_candidate() -> Callable[..., dict[str, Any]]:
     def make(prefill_tp: int = 2, decode_tp: int = 2, backend: str = "vllm", **overrides: Any) -> dict[str, Any]:
-        candidate = {**_common(backend), "mode": "disagg", "used_gpus": prefill_tp + decode_tp}
+        candidate = {**_common(backend), "deployment_mode": "disagg", "used_gpus": prefill_tp + decode_tp}
         candidate.update(_role("prefill", prefill_tp, 1, prefix_caching=True, max_num_seqs=8))
         candidate.update(_role("decode", decode_tp, 1, prefix_caching=False, max_num_seqs=256))
         candidate.update(overrides)

@@ -11,13 +11,13 @@ from spica.planner.config import PlannerConfigError, planner_config, unroll_plan
 
 SLA = SimpleNamespace(ttft_ms=500.0, itl_ms=30.0, e2e_ms=None)
 AGG = {
-    "mode": "agg", "backend": "vllm", "model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm",
+    "deployment_mode": "agg", "backend": "vllm", "model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm",
     "gpu_budget": 16, "min_gpu_budget": 1, "min_endpoint": 1,
     "tp": 2, "pp": 1, "attention_dp": 1, "moe_tp": 1, "moe_ep": 1, "replicas": 4,
 }  # fmt: skip
 DISAGG = {
     **{key: AGG[key] for key in ("backend", "model_name", "hardware_sku", "gpu_budget", "min_gpu_budget", "min_endpoint")},
-    "mode": "disagg",
+    "deployment_mode": "disagg",
     "prefill_tp": 1, "prefill_pp": 1, "prefill_attention_dp": 1, "prefill_replicas": 2,
     "decode_tp": 4, "decode_pp": 1, "decode_attention_dp": 2, "decode_replicas": 1,
 }  # fmt: skip

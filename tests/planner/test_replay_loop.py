@@ -69,7 +69,7 @@ def time_averaged_gpus(summary: dict) -> float:
 def test_agg_throughput_scaling_scales_down(trace_slice):
     from dynamo.replay import run_trace_replay
 
-    unrolled = candidate({"mode": "agg", "tp": TP, "pp": 1, "attention_dp": 1}, "throughput_180_5", "sla", "kalman_default_log1p")
+    unrolled = candidate({"deployment_mode": "agg", "tp": TP, "pp": 1, "attention_dp": 1}, "throughput_180_5", "sla", "kalman_default_log1p")
     report = run_trace_replay(
         trace_slice,
         extra_engine_args=engine_args("aggregated"),
@@ -87,7 +87,7 @@ def test_agg_throughput_scaling_scales_down(trace_slice):
 def test_disagg_load_scaling_scales_down(trace_slice):
     from dynamo.replay import run_trace_replay
 
-    shape = {"mode": "disagg", **{f"{role}_{key}": value for role in ("prefill", "decode") for key, value in (("tp", TP), ("pp", 1), ("attention_dp", 1))}}
+    shape = {"deployment_mode": "disagg", **{f"{role}_{key}": value for role in ("prefill", "decode") for key, value in (("tp", TP), ("pp", 1), ("attention_dp", 1))}}
     unrolled = candidate(shape, "load_180_5", "throughput", "constant_last")
     report = run_trace_replay(
         trace_slice,

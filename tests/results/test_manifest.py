@@ -36,7 +36,7 @@ COMMON = {
 }
 AGG_VLLM = {
     **COMMON,
-    "mode": "agg", "backend": "vllm", "model_name": "Qwen/Qwen3-32B-FP8", "used_gpus": 8,
+    "deployment_mode": "agg", "backend": "vllm", "model_name": "Qwen/Qwen3-32B-FP8", "used_gpus": 8,
     "tp": 2, "pp": 1, "attention_dp": 1, "moe_tp": 1, "moe_ep": 1, "strategy": "tp", "replicas": 4,
     "agg_max_num_batched_tokens": 8192, "agg_max_num_seqs": 256, "agg_block_size": 16,
     "agg_gpu_memory_utilization": 0.9, "agg_enable_prefix_caching": True,
@@ -45,7 +45,7 @@ AGG_VLLM = {
 }
 DISAGG_SGLANG = {
     **COMMON,
-    "mode": "disagg", "backend": "sglang", "model_name": "Qwen/Qwen3-30B-A3B", "used_gpus": 8,
+    "deployment_mode": "disagg", "backend": "sglang", "model_name": "Qwen/Qwen3-30B-A3B", "used_gpus": 8,
     "prefill_tp": 4, "prefill_pp": 1, "prefill_attention_dp": 1, "prefill_moe_tp": 1, "prefill_moe_ep": 4,
     "prefill_strategy": "tep", "prefill_replicas": 1,
     "decode_tp": 1, "decode_pp": 1, "decode_attention_dp": 4, "decode_moe_tp": 1, "decode_moe_ep": 4,
@@ -65,7 +65,7 @@ DISAGG_SGLANG = {
 }
 AGG_TRTLLM = {
     **COMMON,
-    "mode": "agg", "backend": "trtllm", "backend_version": "1.0.0", "model_name": "deepseek-ai/DeepSeek-V3",
+    "deployment_mode": "agg", "backend": "trtllm", "backend_version": "1.0.0", "model_name": "deepseek-ai/DeepSeek-V3",
     "used_gpus": 8, "aic_nextn": 1,
     "tp": 1, "pp": 1, "attention_dp": 8, "moe_tp": 1, "moe_ep": 8, "strategy": "dep", "replicas": 1,
     "agg_max_num_batched_tokens": 4096, "agg_max_num_seqs": 64, "agg_block_size": 32,

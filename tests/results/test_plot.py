@@ -17,7 +17,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 def agg(backend: str, tp: int, replicas: int) -> dict[str, Any]:
     return {
-        "mode": "agg", "backend": backend, "model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm",
+        "deployment_mode": "agg", "backend": backend, "model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm",
         "tp": tp, "pp": 1, "attention_dp": 1, "moe_tp": 1, "moe_ep": 1, "strategy": "tp", "replicas": replicas,
         "used_gpus": tp * replicas, "agg_max_num_seqs": 128, "agg_max_num_batched_tokens": 8192,
         "router_mode": "kv_router",
@@ -26,7 +26,7 @@ def agg(backend: str, tp: int, replicas: int) -> dict[str, Any]:
 
 def disagg(prefill_tp: int, decode_tp: int) -> dict[str, Any]:
     return {
-        "mode": "disagg", "backend": "sglang", "model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm",
+        "deployment_mode": "disagg", "backend": "sglang", "model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm",
         "prefill_tp": prefill_tp, "prefill_pp": 1, "prefill_attention_dp": 1, "prefill_strategy": "tp", "prefill_replicas": 1,
         "decode_tp": decode_tp, "decode_pp": 1, "decode_attention_dp": 1, "decode_strategy": "tp", "decode_replicas": 2,
         "used_gpus": prefill_tp + 2 * decode_tp, "router_mode": "round_robin",
@@ -50,7 +50,7 @@ def ledger() -> list[Candidate]:
     candidates = []
     for index, unrolled in enumerate(shapes):
         tp = unrolled.get("tp", unrolled.get("decode_tp"))
-        per_gpu = 900.0 / tp**0.5 + 40 * index % 7 + (60 if unrolled["mode"] == "disagg" else 0)
+        per_gpu = 900.0 / tp**0.5 + 40 * index % 7 + (60 if unrolled["deployment_mode"] == "disagg" else 0)
         per_user = 25.0 * tp**0.6 + index % 3
         candidates.append(measured(index, unrolled, throughput_per_gpu=per_gpu, throughput_per_user=per_user))
     candidates += [failed(100, agg("vllm", 1, 4), "infeasible"), failed(101, disagg(1, 1), "failed")]

@@ -49,7 +49,7 @@ class HoldingPool(InlinePool):
 
     def submit(self, fn, items):
         done = super().submit(fn, items)
-        if items[0][1]["mode"] == "agg":
+        if items[0][1]["deployment_mode"] == "agg":
             self.agg_rounds += 1
             if self.agg_rounds == self.release_after:
                 self.release("agg rounds")

@@ -227,7 +227,7 @@ def test_single_pin_round_trips_and_unrolls(qwen_branches: tuple) -> None:
     (config,) = branch.configs
     assert config.to_dict() == {"tp": 2, "pp": 1, "attention_dp": 1, "moe_tp": 1, "moe_ep": 1, "replicas": 2}
     assert config.unrolled("sglang") == {
-        "mode": "agg",
+        "deployment_mode": "agg",
         "backend": "sglang",
         "backend_version": capacity.perf_data_version("h200_sxm", "sglang"),
         "used_gpus": 4,
