@@ -3,9 +3,10 @@
 `unroll_planner_fields` writes exactly the planner keys of the unrolled candidate
 (.notes/UNROLLED.md, SPEC §4): a field is present only when the chosen policy reads it, so two
 trials that run the same Planner unroll identically. `planner_config` turns those keys into the
-dict `dynamo.replay.run_trace_replay(planner_config=...)` accepts, checked by Dynamo's own
-`PlannerConfig`, with every report, dashboard and port off so thousands of replays write no
-files and bind no sockets.
+Planner's config, checked by Dynamo's own `PlannerConfig`: the dict
+`dynamo.replay.run_trace_replay(planner_config=...)` accepts (every report, dashboard and port
+off so thousands of replays write no files and bind no sockets) and, from the same builder, the
+`--config` of the Planner a manifest deploys.
 
 Dynamo's planner package takes seconds to import; it is loaded on first use only.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, Protocol
 
 from spica.config.presets import PREDICTOR_FAMILY_FIELDS
 
@@ -36,6 +37,10 @@ SEARCH_SAFE = {
     "metric_reporting_prometheus_port": 0,
 }
 """No HTML reports, dashboard, control API or metrics port: a search runs many Planners at once."""
+
+Runtime = Literal["replay", "kubernetes"]
+RUNTIMES: dict[str, dict[str, Any]] = {"replay": SEARCH_SAFE, "kubernetes": {"environment": "kubernetes"}}
+"""What differs between the replayed and the deployed Planner: only where it runs and reports."""
 
 _PLANNER_CONFIG_LOGGER = "dynamo.planner.config.planner_config"
 
@@ -145,13 +150,29 @@ def _gpus_per_worker(unrolled: Mapping[str, Any], prefix: str) -> int:
     return int(unrolled[f"{prefix}tp"]) * int(unrolled.get(f"{prefix}pp", 1)) * int(unrolled.get(f"{prefix}attention_dp", 1))
 
 
-def planner_config(unrolled: Mapping[str, Any], sla: SlaLike | None = None) -> dict[str, Any] | None:
-    """Replay's `planner_config=` dict for an unrolled candidate; None when both scalings are off.
+def _ais_perf_model(unrolled: Mapping[str, Any]) -> dict[str, Any]:
+    """The AIS identity of each role's engine, the one Replay times it with (and seeds the replayed
+    Planner from): without it a deployed Planner would start with no performance model."""
+    # Imported here: spica.evaluation.deployment imports this module for SlaLike.
+    from spica.evaluation.deployment import WORKER_TYPES, ais_perf_config
 
-    Mode, backend and model come from the candidate; GPU bounds are the search's budget (the
-    Planner may grow up to `gpu_budget`); per-worker GPU counts let it price a replica. Under the
-    "sla" target the goal's TTFT/ITL become the Planner's targets.
+    roles = ("agg",) if unrolled["deployment_mode"] == "agg" else ("prefill", "decode")
+    return {"roles": {WORKER_TYPES[role]: ais_perf_config(unrolled, role) for role in roles}}
+
+
+def planner_config(unrolled: Mapping[str, Any], sla: SlaLike | None = None, runtime: Runtime = "replay") -> dict[str, Any] | None:
+    """The Planner's config for an unrolled candidate; None when both scalings are off.
+
+    One builder for both places a Planner runs, so the cluster runs the Planner that was scored:
+    runtime "replay" gives `dynamo.replay.run_trace_replay(planner_config=...)` (every report and
+    port off), "kubernetes" the manifest's `python3 -m dynamo.planner --config` (Dynamo's
+    defaults for those). Mode, backend, model and each role's AIS perf model come from the
+    candidate; GPU bounds are the search's budget (the Planner may grow up to `gpu_budget`;
+    unset `min_gpu_budget` / `min_endpoint` keep Dynamo's defaults); per-worker GPU counts let
+    it price a replica. Under the "sla" target the goal's TTFT/ITL become the Planner's targets.
     """
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime: {runtime!r} is not one of {', '.join(RUNTIMES)}")
     throughput = bool(unrolled.get("enable_throughput_scaling", False))
     load = bool(unrolled.get("enable_load_scaling", False))
     if not (throughput or load):
@@ -172,19 +193,22 @@ def planner_config(unrolled: Mapping[str, Any], sla: SlaLike | None = None) -> d
         "enable_load_scaling": load,
         **{key: unrolled[key] for key in PASSED_THROUGH if key in unrolled},
         "max_gpu_budget": int(unrolled["gpu_budget"]),
-        "min_gpu_budget": int(unrolled["min_gpu_budget"]),
-        "min_endpoint": int(unrolled["min_endpoint"]),
-        **SEARCH_SAFE,
+        **{key: int(unrolled[key]) for key in ("min_gpu_budget", "min_endpoint") if unrolled.get(key) is not None},
+        "ais_perf_model": _ais_perf_model(unrolled),
     }
     if mode == "agg":
         payload["decode_engine_num_gpu"] = _gpus_per_worker(unrolled, "")
     else:
         payload["prefill_engine_num_gpu"] = _gpus_per_worker(unrolled, "prefill_")
         payload["decode_engine_num_gpu"] = _gpus_per_worker(unrolled, "decode_")
+    nextn = int(unrolled.get("aic_nextn") or 0)
+    if nextn > 0:
+        payload["speculative_nextn"] = nextn
     if target == "sla":
         if sla is None or sla.ttft_ms is None or sla.itl_ms is None:
             raise PlannerConfigError("planner target 'sla' needs goal.sla.ttft_ms and goal.sla.itl_ms")
         payload["ttft_ms"] = float(sla.ttft_ms)
         payload["itl_ms"] = float(sla.itl_ms)
+    payload.update(RUNTIMES[runtime])
     validated_planner_config(payload)
     return payload

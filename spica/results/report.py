@@ -4,10 +4,11 @@
     evaluations.jsonl       every finished evaluation as it happened (resume source)
     ledger.json / .csv      every candidate: status, reason, metrics, unrolled config
     best.csv                the ranked top (scalar goal) or the Pareto front
-    summary.json            tallies, timings, selection, predictor sub-sweep
+    summary.json            tallies, timings, selection, predictor sub-sweep, engine versions
     plot.png                score vs GPUs, or the front
-    deploy/NN-<key>/        for each selected candidate: dynamo.yaml (DynamoGraphDeployment)
-                            and replay.json (the Replay call that reproduces its score)
+    deploy/NN-<key>/        for each selected candidate: dynamo.yaml (DynamoGraphDeployment,
+                            spica.deploy.manifest) and replay.json (the Replay call that
+                            reproduces its score)
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from spica.deploy.manifest import manifest_yaml
+from spica.deploy.settings import DeploySettings
+from spica.deploy.versions import engine_versions
 from spica.plan import Plan
 from spica.results.ledger import Candidate, write_ledger
-from spica.results.manifest import manifest_yaml
 from spica.results.plot import plot_results
 
 DEPLOY_TOP_N = 5
@@ -36,6 +39,7 @@ def write_results(
     predictor_report: Mapping[str, Any],
     timings: Mapping[str, float],
     branches: Sequence[Any],
+    deploy: DeploySettings | None = None,
 ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     plan.write(folder / "plan.yaml")
@@ -55,7 +59,7 @@ def write_results(
     for index, candidate in enumerate(selected, 1):
         target = deploy / f"{index:02d}-{candidate.key}"
         target.mkdir(parents=True, exist_ok=True)
-        (target / "dynamo.yaml").write_text(manifest_yaml(candidate))
+        (target / "dynamo.yaml").write_text(manifest_yaml(candidate, deploy, sla=config.goal.sla))
         (target / "replay.json").write_text(json.dumps(candidate.replay_input, indent=1, default=str))
     summary = {
         "plan_fingerprint": plan.fingerprint,
@@ -64,6 +68,7 @@ def write_results(
         "selected": [candidate.key for candidate in selected],
         "branches": [{"mode": branch.mode, "backends": list(branch.backends), "configs": len(branch.configs)} for branch in branches],
         "predictor_sub_sweep": dict(predictor_report),
+        "engine_versions": engine_versions(candidate.unrolled for candidate in selected),
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return folder

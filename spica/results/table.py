@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
+from spica.deploy.versions import engine_versions, version_note
 from spica.results.ledger import Candidate
 
 UNITS = {
@@ -55,7 +56,8 @@ def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any
     title = "Pareto front" if pareto else f"Top {min(TOP_N, len(results))} by {objectives[0]} ({UNITS[objectives[0]]})"
     headers = ["#", "deployment", "GPUs", "avg GPUs", *[f"{name} ({UNITS[name]})" for name in objectives], "ttft ms", "tpot ms", "knobs"]
     rows = []
-    for index, candidate in enumerate(list(results)[: None if pareto else TOP_N], 1):
+    shown = list(results)[: None if pareto else TOP_N]
+    for index, candidate in enumerate(shown, 1):
         rows.append(
             [index, candidate.label(), candidate.used_gpus, candidate.metrics.get("provisioned_gpus"), *[candidate.objectives.get(name) for name in objectives],
              candidate.metrics.get("mean_ttft_ms"), candidate.metrics.get("mean_tpot_ms"), _knobs(candidate)]
@@ -65,10 +67,12 @@ def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any
     wall = timings.get("wall_seconds", 0.0)
     choosing = timings.get("optimizer_seconds", 0.0)
     exposed = timings.get("optimizer_exposed_seconds", choosing)
+    note = version_note(engine_versions(candidate.unrolled for candidate in shown))  # once, under the table
     lines = [
         "",
         title,
         render_table(headers, rows) if rows else "(no feasible candidate — see the ledger for reasons)",
+        *([note] if note else []),
         "",
         f"{len(getattr(results, 'ledger', []))} candidates replayed: {summary}",
         f"wall {wall:,.1f}s; choosing the next candidates took {choosing:,.1f}s, "

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
 from spica.config.errors import ConfigError
+from spica.deploy.settings import DeploySettings
 from spica.evaluation import score
 from spica.plan import Plan, compile_plan
 from spica.planner.policies import filter_scaling_policies
@@ -162,11 +163,13 @@ def run_smart_search(
     pool: EvaluationPool | None = None,
     progress: bool = False,
     write: bool = True,
+    deploy: DeploySettings | None = None,
 ) -> SearchResults:
     """Search deployments for `config`; best-first candidates (or the Pareto front) with the ledger.
 
     A results folder (default results/<plan fingerprint>) receives the ledger, table, plot and
-    manifests; re-running into the same folder resumes: finished replays are reused.
+    manifests (written with `deploy`, the app's `deploy:` settings; None: their defaults);
+    re-running into the same folder resumes: finished replays are reused.
     """
     started = time.monotonic()
     plan = _as_plan(config)
@@ -213,7 +216,7 @@ def run_smart_search(
     }
     results = SearchResults(best, ledger, tallies, folder if write else None, plan)
     if write:
-        write_results(folder, plan, results, predictor_report=predictor_report, timings=timings, branches=branches)
+        write_results(folder, plan, results, predictor_report=predictor_report, timings=timings, branches=branches, deploy=deploy)
     if progress:
         from spica.results.table import format_results
 

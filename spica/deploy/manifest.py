@@ -1,0 +1,218 @@
+"""A candidate as a Dynamo 1.6.1 `DynamoGraphDeployment` (nvidia.com/v1beta1): what to apply to
+run what was scored.
+
+Built on Dynamo's own profiler tooling rather than beside it: `CONFIG_MODIFIERS[backend]
+.build_dgd_config` loads the backend's template (`dynamo/profiler/templates/dgd/<backend>/<mode>.yaml`:
+`spec.components`, `type`, `podTemplate`, the `main` container, the HF token Secret), sets the
+image, the worker command lines, replicas and GPU limits, the model flags and, when a model
+cache is configured, mounts its PVC as HF_HOME on every pod. The Planner component is
+Dynamo's `DgdPlannerComponentConfig`, started with the `--config` that the shared builder
+`spica.planner.config.planner_config` also gives Replay (AIS perf model included). Spica adds
+what the templates cannot know: the router flags, multinode placement from the candidate's
+own shape (a vLLM data-parallel engine spans all its GPUs, which Dynamo's TP×PP-based sizing
+misses), forward-pass metrics for the Planner, host-offload blocks and the host memory they pin,
+and annotations saying what was scored.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping
+
+import yaml
+
+from spica.deploy import flags
+from spica.deploy.settings import DeploySettings, deploy_settings, k8s_name_problem
+from spica.deploy.versions import DYNAMO_VERSION, ENGINE_PACKAGES, runtime_engine_version
+from spica.planner.config import SlaLike, planner_config
+from spica.results.ledger import Candidate
+
+MODES = ("agg", "disagg")
+ROLES = {"agg": ("agg",), "disagg": ("prefill", "decode")}
+COMPONENT_TYPES = {"agg": "worker", "prefill": "prefill", "decode": "decode"}
+RUNTIME_IMAGES = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
+PLANNER_IMAGE = "dynamo-planner"
+FPM_PORT = "20380"  # dynamo.vllm.envs.DEFAULT_FORWARDPASS_METRIC_PORT; the three backends read it
+DEFAULT_GPUS_PER_NODE = 8
+GIB = 2**30
+
+
+@contextmanager
+def _quiet_profiler() -> Iterator[None]:
+    """Dynamo's profiler modules log each step at INFO through their own handlers; a results
+    folder is written without that chatter (warnings still show)."""
+    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict) if name.startswith("dynamo.profiler")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _modules() -> tuple[Any, Any]:
+    """Dynamo's config modifiers and DGD helpers (they import transformers: loaded on first use)."""
+    import os
+
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found" notice
+    from dynamo.profiler.utils import config as dgd
+    from dynamo.profiler.utils.config_modifiers import CONFIG_MODIFIERS
+
+    return CONFIG_MODIFIERS, dgd
+
+
+def gpus_per_node(hardware_sku: str) -> int:
+    from aiconfigurator.sdk.perf_database import load_system_spec
+
+    return int(load_system_spec(hardware_sku).get("node", {}).get("num_gpus_per_node", DEFAULT_GPUS_PER_NODE))
+
+
+def placement(gpus: int, per_node: int) -> tuple[int, int]:
+    """(GPUs per pod, nodes): a worker wider than a node spans equal pods, one per node."""
+    if gpus <= per_node:
+        return gpus, 1
+    nodes = math.ceil(gpus / per_node)
+    if gpus % nodes:
+        raise ValueError(f"a worker of {gpus} GPUs cannot be split evenly over {nodes} nodes of {per_node} GPUs")
+    return gpus // nodes, nodes
+
+
+def host_offload_bytes(unrolled: Mapping[str, Any], pool: flags.Pool, worker: flags.Worker) -> int:
+    """Host (G2) KV bytes one worker pins: blocks per DP rank × tokens per block × bytes per token × ranks."""
+    if not worker.host_blocks:
+        return 0
+    return worker.host_blocks * pool.block_size * int(unrolled["kv_bytes_per_token"]) * pool.attention_dp
+
+
+def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[str, str]:
+    """What was scored and what the image runs (SPEC §5): perf-data version vs runtime engine."""
+    u = candidate.unrolled
+    backend = u["backend"]
+    engine = ENGINE_PACKAGES[backend]
+    scored = ", ".join(f"{key}={value:.4g}" for key, value in candidate.objectives.items()) or "no objective"
+    return {
+        "spica/candidate": candidate.key,
+        "spica/deployment": candidate.label(),
+        "spica/score": scored,
+        "spica/scored-with": f"ai-dynamo {DYNAMO_VERSION} Replay, AI Configurator perf data for {engine} {u.get('backend_version')}",
+        "spica/runtime-engine": f"{engine} {runtime_engine_version(backend) or 'unpinned'} (ai-dynamo {DYNAMO_VERSION} "
+        f"{RUNTIME_IMAGES[backend]}; image {settings.image(RUNTIME_IMAGES[backend])})",
+    }
+
+
+def dynamo_manifest(
+    candidate: Candidate,
+    settings: DeploySettings | Mapping[str, Any] | None = None,
+    *,
+    sla: SlaLike | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
+    """The DynamoGraphDeployment that deploys `candidate` as it was replayed.
+
+    `sla` is the goal's SLA (the Planner's targets under the "sla" optimization target), as the
+    evaluation passed it to the shared Planner-config builder.
+    """
+    u = candidate.unrolled
+    backend, mode = u["backend"], u["deployment_mode"]
+    if backend not in flags.ENGINE_ARGS:
+        raise ValueError(f"backend: {backend!r} is not one of {', '.join(flags.ENGINE_ARGS)}")
+    if mode not in MODES:
+        raise ValueError(f"deployment_mode: {mode!r} is not one of {', '.join(MODES)}")
+    settings = deploy_settings(settings)
+    name = name or f"spica-{mode}-{backend}-{candidate.key[:8].lower()}"
+    problem = k8s_name_problem(name)
+    if problem:
+        raise ValueError(f"name: {problem}")
+    planner = planner_config(u, sla, "kubernetes")
+    per_node = gpus_per_node(u["hardware_sku"])
+    pools = {role: flags.Pool.of(u, role) for role in ROLES[mode]}
+    placements = {role: placement(pool.gpus, per_node) for role, pool in pools.items()}
+    workers = {
+        role: flags.Worker.of(
+            u, pool, engine_id=f"{name}-{role}" if backend == "vllm" and pool.disaggregated and placements[role][1] > 1 else None
+        )
+        for role, pool in pools.items()
+    }
+    args = {role: flags.ENGINE_ARGS[backend](pool, workers[role]) for role, pool in pools.items()}
+    frontend = flags.frontend_args(u)
+
+    modifiers, dgd = _modules()
+    workers_kwargs: dict[str, Any] = {}
+    for role in ROLES[mode]:
+        workers_kwargs.update({f"{role}_cli_args": args[role], f"{role}_replicas": pools[role].replicas, f"{role}_gpus": placements[role][0]})
+    cache = settings.model_cache_pvc
+    with _quiet_profiler():
+        built = modifiers[backend].build_dgd_config(
+            mode=mode,
+            model_name=u["model_name"],
+            image=settings.image(RUNTIME_IMAGES[backend]),
+            namespace=settings.namespace,
+            pvc_name=cache,
+            pvc_mount_path=settings.model_cache_mount if cache else None,
+            **workers_kwargs,
+        )
+    config = dgd.Config.model_validate(built)
+    config.metadata.name = name
+    components = {component.component_type: component for component in config.spec.components}
+    main = dgd.get_main_container(components["frontend"])
+    main.args = [*(main.args or []), *frontend]
+    for role, pool in pools.items():
+        component = components[COMPONENT_TYPES[role]]
+        container = dgd.get_main_container(component)
+        if backend == "vllm" and workers[role].context_length is not None:  # the vLLM modifier drops it
+            container.args = dgd.set_unique_argument_value(container.args, "--max-model-len", str(workers[role].context_length))
+        nodes = placements[role][1]
+        component.multinode = dgd.MultinodeConfig(nodeCount=nodes) if nodes > 1 else None
+        if planner is not None:
+            container.env = dgd.set_unique_env_value(container.env, "DYN_FORWARDPASS_METRIC_PORT", FPM_PORT)
+        if workers[role].host_blocks and backend != "sglang":  # SGLang offloads with its own HiCache flags
+            container.env = dgd.set_unique_env_value(container.env, "DYN_KVBM_CPU_CACHE_OVERRIDE_NUM_BLOCKS", str(workers[role].host_blocks))
+        offload = host_offload_bytes(u, pool, workers[role]) / nodes
+        if settings.worker_memory_gib is not None or offload:
+            memory = math.ceil((settings.worker_memory_gib or 0) + offload / GIB)
+            container.resources = dict(container.resources or {})
+            container.resources.setdefault("requests", {})["memory"] = f"{memory}Gi"
+    if planner is not None:
+        component = dgd.DgdPlannerComponentConfig()
+        container = dgd.get_main_container(component)
+        container.image = settings.image(PLANNER_IMAGE)
+        container.workingDir = None  # Dynamo resolves it on this machine; `python3 -m` needs none
+        container.args = ["--config", flags.compact_json(planner)]
+        config.spec.components.insert(1, component)
+    manifest = config.model_dump()
+    for component in manifest["spec"]["components"]:
+        _set_token_secret(dgd.get_main_container_dict(component), settings.hf_token_secret)
+    manifest["metadata"]["annotations"] = engine_annotations(candidate, settings)
+    return manifest
+
+
+def _set_token_secret(container: dict[str, Any], secret: str | None) -> None:
+    """The templates load `hf-token-secret` into most pods; use the configured Secret in all, or none."""
+    kept = [source for source in container.get("envFrom", []) if "secretRef" not in source]
+    if secret is not None:
+        kept.append({"secretRef": {"name": secret}})
+    if kept:
+        container["envFrom"] = kept
+    else:
+        container.pop("envFrom", None)
+
+
+def manifest_yaml(
+    candidate: Candidate,
+    settings: DeploySettings | Mapping[str, Any] | None = None,
+    *,
+    sla: SlaLike | None = None,
+    name: str | None = None,
+) -> str:
+    """`dynamo_manifest` as YAML, headed by how to apply it."""
+    manifest = dynamo_manifest(candidate, settings, sla=sla, name=name)
+    header = (
+        f"# Spica candidate {candidate.key}: {candidate.label()}\n"
+        f"# {manifest['metadata']['annotations']['spica/scored-with']}\n"
+        "# kubectl apply -f dynamo.yaml -n NAMESPACE   (needs Dynamo's operator; see the README)\n"
+    )
+    return header + yaml.safe_dump(manifest, sort_keys=False, width=1000)

@@ -1,0 +1,143 @@
+"""Every manifest of {agg, disagg} × {vllm, sglang, trtllm} × {planner off, load, throughput,
+hybrid} × {host offload off, on} × {single node, multinode} validates against the v1beta1 CRD
+schema (unknown fields refused), and every command line parses with Dynamo 1.6.1's parsers;
+a deliberately broken manifest fails the same checks."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+from conftest import SLA, broken, components, main_container, parse_frontend, parse_worker
+
+from spica.config.presets import LOAD_PREDICTORS, PLANNER_FPM_SAMPLING, PLANNER_LOAD_SENSITIVITY, PLANNER_SCALING_POLICIES
+from spica.deploy.manifest import dynamo_manifest
+from spica.planner.config import SEARCH_SAFE, planner_config, unroll_planner_fields
+from spica.results.ledger import Candidate
+
+PLANNERS = {"off": ("disabled", "throughput"), "load": ("load_180_5", "throughput"), "throughput": ("throughput_180_5", "sla"),
+            "hybrid": ("hybrid_180_5", "sla")}  # fmt: skip
+VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14", "trtllm": "1.3.0rc20"}
+ENGINE = {"max_num_seqs": 256, "max_num_batched_tokens": 8192, "block_size": 64, "gpu_memory_utilization": 0.9, "num_gpu_blocks": 12_000}
+
+
+def pool(prefix: str, tp: int, dp: int = 1, ep: int = 1, replicas: int = 1) -> dict[str, Any]:
+    strategy = "dep" if dp > 1 else ("tep" if ep > 1 else "tp")
+    return {f"{prefix}{key}": value for key, value in
+            (("tp", tp), ("pp", 1), ("attention_dp", dp), ("moe_tp", 1), ("moe_ep", ep), ("strategy", strategy), ("replicas", replicas))}  # fmt: skip
+
+
+def engine(role: str, prefix_caching: bool) -> dict[str, Any]:
+    return {**{f"{role}_{key}": value for key, value in ENGINE.items()}, f"{role}_enable_prefix_caching": prefix_caching}
+
+
+def unrolled(mode: str, backend: str, planner: str, offload: bool, multinode: bool) -> dict[str, Any]:
+    """A MoE model so that multinode covers both a TP-wide and a DEP-wide (data-parallel) worker."""
+    policy, target = PLANNERS[planner]
+    predictor = "kalman_default_log1p"
+    u: dict[str, Any] = {
+        "deployment_mode": mode, "backend": backend, "backend_version": VERSIONS[backend],
+        "model_name": "Qwen/Qwen3-30B-A3B", "hardware_sku": "h200_sxm", "gpu_budget": 64,
+        "min_gpu_budget": None, "min_endpoint": None, "context_length": 16384, "startup_time": None, "aic_nextn": None,
+        "router_mode": "kv_router", "overlap_score_credit": 0.5, "prefill_load_scale": 1.0, "router_temperature": 0.2,
+        **unroll_planner_fields(policy, PLANNER_SCALING_POLICIES[policy], PLANNER_FPM_SAMPLING["default"],
+                                PLANNER_LOAD_SENSITIVITY["default"], predictor, LOAD_PREDICTORS[predictor], target),
+    }  # fmt: skip
+    if offload:
+        u.update({"num_g2_blocks": 8192, "kv_bytes_per_token": 98_304, "bandwidth_g1_to_g2_gbps": 30.0,
+                  "bandwidth_g2_to_g1_gbps": 30.0, "host_cache_hit_weight": 0.75, "disk_cache_hit_weight": 0.25})  # fmt: skip
+    if mode == "agg":
+        u.update(pool("", 16, ep=16) if multinode else pool("", 2, replicas=2), **engine("agg", True))
+    else:
+        prefill = pool("prefill_", 16, ep=16) if multinode else pool("prefill_", 2, replicas=2)
+        decode = pool("decode_", 1, dp=16, ep=16) if multinode else pool("decode_", 1, dp=4, ep=4)
+        u.update(prefill, **decode, **engine("prefill", True), **engine("decode", False))
+    roles = ("",) if mode == "agg" else ("prefill_", "decode_")
+    u["used_gpus"] = sum(u[f"{r}tp"] * u[f"{r}attention_dp"] * u[f"{r}replicas"] for r in roles)
+    return u
+
+
+def candidate(u: dict[str, Any]) -> Candidate:
+    return Candidate(key="0123456789abcdef", branch=u["deployment_mode"], round=1, status="feasible", unrolled=u,
+                     objectives={"goodput_per_gpu": 100.0}, score=100.0)  # fmt: skip
+
+
+MATRIX = list(itertools.product(("agg", "disagg"), ("vllm", "sglang", "trtllm"), PLANNERS, (False, True), (False, True)))
+
+
+@pytest.mark.parametrize(("mode", "backend", "planner", "offload", "multinode"), MATRIX,
+                         ids=["-".join([m, b, p, "offload" if o else "gpu", "multi" if n else "single"]) for m, b, p, o, n in MATRIX])  # fmt: skip
+def test_manifest_validates_and_every_command_line_parses(dgd_validator, worker_parser, mode, backend, planner, offload, multinode) -> None:
+    u = unrolled(mode, backend, planner, offload, multinode)
+    manifest = dynamo_manifest(candidate(u), sla=SLA)
+    errors = sorted(dgd_validator.iter_errors(manifest), key=lambda error: list(error.absolute_path))
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
+    assert manifest["apiVersion"] == "nvidia.com/v1beta1" and "namespace" not in manifest["metadata"]
+    parts = components(manifest)
+    frontend = parse_frontend(main_container(parts["frontend"])["args"])
+    assert frontend.router_mode == "kv" and frontend.overlap_score_credit == 0.5
+
+    planned = planner_config(u, SLA)
+    assert ("planner" in parts) == (planned is not None)
+    if planned is not None:
+        from dynamo.planner.config.planner_config import PlannerConfig
+
+        args = main_container(parts["planner"])["args"]
+        assert args[0] == "--config"
+        PlannerConfig.from_config_arg(args[1])  # Dynamo's Planner accepts it ...
+        deployed = json.loads(args[1])  # ... and it is the replayed Planner, AIS perf model included
+        assert {k: v for k, v in planned.items() if k not in SEARCH_SAFE} == {k: v for k, v in deployed.items() if k != "environment"}
+        assert deployed["environment"] == "kubernetes" and set(deployed["ais_perf_model"]["roles"]) == (
+            {"aggregated"} if mode == "agg" else {"prefill", "decode"})
+
+    gpus = 0
+    for role in ("worker",) if mode == "agg" else ("prefill", "decode"):
+        component = parts[role]
+        container = main_container(component)
+        assert container["command"] == ["python3", "-m", f"dynamo.{backend}"]
+        known, engine_flags = parse_worker(worker_parser(backend), backend, container["args"])
+        assert not engine_flags or engine_flags[0].startswith("--")  # engine-native flags: see conftest
+        if backend != "sglang":  # SGLang's role flag is its engine's own
+            assert known.disaggregation_mode in ((None, "agg") if role == "worker" else (role,))
+        nodes = component.get("multinode", {}).get("nodeCount", 1)
+        assert (nodes > 1) == multinode
+        pod_gpus = int(container["resources"]["limits"]["nvidia.com/gpu"])
+        gpus += component["replicas"] * nodes * pod_gpus
+        assert ("memory" in container["resources"]["requests"])
+        envs = {env["name"]: env["value"] for env in container.get("env", [])}
+        assert ("DYN_FORWARDPASS_METRIC_PORT" in envs) == (planned is not None)
+    assert gpus == u["used_gpus"]
+
+
+def test_a_broken_manifest_is_caught_by_the_same_checks(dgd_validator, worker_parser) -> None:
+    manifest = dynamo_manifest(candidate(unrolled("disagg", "trtllm", "hybrid", True, True)), sla=SLA)
+    assert dgd_validator.is_valid(manifest)
+
+    def first_worker(document: dict[str, Any]) -> dict[str, Any]:
+        return next(c for c in document["spec"]["components"] if c["type"] == "prefill")
+
+    typo = broken(manifest, lambda m: first_worker(m).update(replica=2))
+    half_gpu = broken(manifest, lambda m: main_container(first_worker(m))["resources"]["limits"].update({"nvidia.com/gpu": 0.5}))
+    text_nodes = broken(manifest, lambda m: first_worker(m)["multinode"].update(nodeCount="2"))
+    nested_typo = broken(manifest, lambda m: main_container(first_worker(m)).update(envFrm=[]))
+    for document in (typo, half_gpu, text_nodes, nested_typo):
+        assert not dgd_validator.is_valid(document)
+    with pytest.raises(jsonschema.ValidationError, match="'replica' was unexpected"):
+        dgd_validator.validate(typo)
+
+    args = main_container(first_worker(manifest))["args"]
+    with pytest.raises((SystemExit, argparse.ArgumentError)):
+        parse_worker(worker_parser("trtllm"), "trtllm", [*args, "--max-num-token", "8192"])
+    frontend = main_container(components(manifest)["frontend"])["args"]
+    with pytest.raises((SystemExit, argparse.ArgumentError)):
+        parse_frontend([*frontend, "--router-moed", "kv"])
+    from dynamo.planner.config.planner_config import PlannerConfig
+    from pydantic import ValidationError
+
+    config = json.loads(main_container(components(manifest)["planner"])["args"][1])
+    with pytest.raises(ValidationError):
+        PlannerConfig.from_config_arg(json.dumps({**config, "load_adjustment_interval_seconds": 600}))
