@@ -7,19 +7,20 @@ from types import SimpleNamespace
 import pytest
 
 from spica.config.presets import LOAD_PREDICTORS, PLANNER_FPM_SAMPLING, PLANNER_LOAD_SENSITIVITY, PLANNER_SCALING_POLICIES
-from spica.planner.config import PlannerConfigError, planner_config, unroll_planner_fields
+from spica.planner.config import SEARCH_SAFE, PlannerConfigError, planner_config, unroll_planner_fields
 
 SLA = SimpleNamespace(ttft_ms=500.0, itl_ms=30.0, e2e_ms=None)
 AGG = {
     "deployment_mode": "agg", "backend": "vllm", "model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm",
-    "gpu_budget": 16, "min_gpu_budget": 1, "min_endpoint": 1,
-    "tp": 2, "pp": 1, "attention_dp": 1, "moe_tp": 1, "moe_ep": 1, "replicas": 4,
+    "gpu_budget": 16, "min_gpu_budget": 1, "min_endpoint": 1, "backend_version": "0.24.0",
+    "tp": 2, "pp": 1, "attention_dp": 1, "moe_tp": 1, "moe_ep": 1, "replicas": 4, "agg_block_size": 64,
 }  # fmt: skip
 DISAGG = {
-    **{key: AGG[key] for key in ("backend", "model_name", "hardware_sku", "gpu_budget", "min_gpu_budget", "min_endpoint")},
+    **{key: AGG[key] for key in ("backend", "model_name", "hardware_sku", "gpu_budget", "min_gpu_budget", "min_endpoint", "backend_version")},
     "deployment_mode": "disagg",
     "prefill_tp": 1, "prefill_pp": 1, "prefill_attention_dp": 1, "prefill_replicas": 2,
     "decode_tp": 4, "decode_pp": 1, "decode_attention_dp": 2, "decode_replicas": 1,
+    "prefill_block_size": 64, "decode_block_size": 64,
 }  # fmt: skip
 
 
@@ -99,6 +100,21 @@ def test_throughput_policy_without_a_predictor_winner_is_a_one_line_error():
         unroll_planner_fields("throughput_180_5", PLANNER_SCALING_POLICIES["throughput_180_5"], PLANNER_FPM_SAMPLING["default"], {}, None, {}, "sla")
 
 
+def test_the_deployed_planner_is_the_replayed_one():
+    replayed = planner_config({**DISAGG, **unrolled("hybrid_180_5", "sla")}, SLA)
+    deployed = planner_config({**DISAGG, **unrolled("hybrid_180_5", "sla")}, SLA, "kubernetes")
+    assert set(replayed) - set(deployed) == set(SEARCH_SAFE) and deployed["environment"] == "kubernetes"
+    assert {key: deployed[key] for key in replayed if key not in SEARCH_SAFE} == {key: replayed[key] for key in replayed if key not in SEARCH_SAFE}
+    assert set(deployed["ais_perf_model"]["roles"]) == {"prefill", "decode"}
+    with pytest.raises(ValueError, match=r"^runtime: 'cloud' is not one of replay, kubernetes$"):
+        planner_config(DISAGG, SLA, "cloud")  # type: ignore[arg-type]
+
+
+def test_unset_pinned_scalars_keep_dynamo_defaults():
+    config = planner_config({**AGG, **unrolled("load_180_5", "throughput"), "min_gpu_budget": None, "min_endpoint": None, "aic_nextn": None}, SLA)
+    assert "min_gpu_budget" not in config and "min_endpoint" not in config and "speculative_nextn" not in config
+
+
 def test_static_candidate_has_no_planner_config():
     assert planner_config({**AGG, **unrolled("disabled", "sla")}, SLA) is None
 
@@ -129,6 +145,10 @@ def test_agg_throughput_config_for_replay():
         "control_api_port": 0,
         "metric_reporting_prometheus_port": 0,
         "decode_engine_num_gpu": 2,
+        "ais_perf_model": {"roles": {"aggregated": {
+            "model": "Qwen/Qwen3-32B", "system": "h200_sxm", "backend": "vllm", "backend_version": "0.24.0",
+            "worker_type": "aggregated", "tp": 2, "pp": 1, "attention_dp": 1, "kv_block_size": 64,
+        }}},  # the engine's AIS identity: the Planner's perf model in the replay and in the cluster
         "ttft_ms": 500.0,
         "itl_ms": 30.0,
     }
