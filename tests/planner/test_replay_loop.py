@@ -49,7 +49,8 @@ def trace_slice(mooncake_dir, tmp_path_factory):
 
 
 def candidate(shape: dict, policy: str, target: str, predictor: str) -> dict:
-    pinned = {"backend": BACKEND, "model_name": MODEL, "hardware_sku": SYSTEM, "gpu_budget": 16, "min_gpu_budget": 1, "min_endpoint": 1}
+    pinned = {"backend": BACKEND, "model_name": MODEL, "hardware_sku": SYSTEM, "gpu_budget": 16, "min_gpu_budget": 1, "min_endpoint": 1,
+              "backend_version": "0.24.0", **{f"{role}_block_size": 64 for role in ("agg", "prefill", "decode")}}  # the Planner's AIS model
     planner = unroll_planner_fields(
         policy,
         PLANNER_SCALING_POLICIES[policy],
