@@ -55,9 +55,8 @@ def write_results(
         pareto=config.goal.target == "pareto",
         title=f"{config.search_space.model_name} on {config.search_space.hardware_sku} — {config.goal.target}",
     )
-    deploy = folder / "deploy"
     for index, candidate in enumerate(selected, 1):
-        target = deploy / f"{index:02d}-{candidate.key}"
+        target = folder / "deploy" / f"{index:02d}-{candidate.key}"
         target.mkdir(parents=True, exist_ok=True)
         (target / "dynamo.yaml").write_text(manifest_yaml(candidate, deploy, sla=config.goal.sla))
         (target / "replay.json").write_text(json.dumps(candidate.replay_input, indent=1, default=str))
