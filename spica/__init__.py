@@ -19,7 +19,7 @@ for _chatty in ("aiconfigurator_core", "aisimulate_core", "absl"):
     logging.getLogger(_chatty).setLevel(logging.ERROR)
 
 __version__ = "0.1.0"
-__all__ = ["run_smart_search", "SmartSearchConfig", "__version__"]
+__all__ = ["OptimizationTarget", "SmartSearchConfig", "run_smart_search", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,8 +27,8 @@ def __getattr__(name: str) -> Any:
         from spica.search import run_smart_search
 
         return run_smart_search
-    if name == "SmartSearchConfig":
-        from spica.config import SmartSearchConfig
+    if name in ("SmartSearchConfig", "OptimizationTarget"):
+        import spica.config
 
-        return SmartSearchConfig
+        return getattr(spica.config, name)
     raise AttributeError(name)

@@ -22,11 +22,11 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from spica.config import ConfigError, SmartSearchConfig
+from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("model", "system", "backend", "mode", "router", "planner", "workload", "goal", "sweep")
-APP_KEYS = ("results_dir", "evaluation")
-EXECUTORS = ("local", "slurm")
+SCHEMA_NODE = "spica_schema"  # every default, from the pydantic schema; conf/config.yaml builds on it
 EXIT_USAGE = 2
 
 
@@ -47,12 +47,18 @@ def normalise_overrides(overrides: Sequence[str]) -> list[str]:
     return normalised
 
 
-def config_from_container(data: Any) -> tuple[SmartSearchConfig, dict[str, Any]]:
-    """Split app-level keys (results_dir) from the SmartSearchConfig and validate it."""
+def config_from_container(data: Any) -> tuple[SmartSearchConfig, AppSettings]:
+    """Split the app's own keys (results_dir, evaluation) from the SmartSearchConfig; validate both."""
     if not isinstance(data, dict):
         raise ConfigError(["config: expected a mapping"])
-    app = {key: data.pop(key) for key in APP_KEYS if key in data}
-    return SmartSearchConfig.from_mapping(data), app
+    return split_app_settings(data)
+
+
+def register_schema() -> None:
+    """Store the schema's defaults as the node conf/config.yaml starts from."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name=SCHEMA_NODE, node=schema_defaults())
 
 
 def _to_container(cfg: DictConfig) -> dict[str, Any]:
@@ -63,12 +69,13 @@ def _to_container(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigError([f"{key}: required; set it on the command line, e.g. {key}=..."]) from None
 
 
-def compose(overrides: Sequence[str]) -> tuple[SmartSearchConfig, dict[str, Any]]:
+def compose(overrides: Sequence[str]) -> tuple[SmartSearchConfig, AppSettings]:
     """Compose conf/ with Hydra (as the app would) without running the app."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
 
+    register_schema()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = hydra_compose(config_name="config", overrides=normalise_overrides(overrides))
@@ -77,7 +84,7 @@ def compose(overrides: Sequence[str]) -> tuple[SmartSearchConfig, dict[str, Any]
     return config_from_container(_to_container(cfg))
 
 
-def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchConfig, dict[str, Any]]:
+def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchConfig, AppSettings]:
     """A plain SmartSearchConfig YAML with optional dotted `key=value` overrides."""
     from spica.config.schema import load_yaml
 
@@ -91,25 +98,21 @@ def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchCo
     return config_from_container(data)
 
 
-def evaluation_pool(settings: dict[str, Any] | None, results_dir: str | None) -> Any:
+def evaluation_pool(settings: EvaluationSettings, results_dir: str | None) -> Any:
     """None (Spica's local pool) or a SLURM pool: evaluations as job arrays on the cluster."""
-    settings = dict(settings or {})
-    executor = settings.pop("executor", "local")
-    if executor not in EXECUTORS:
-        raise ConfigError([f"evaluation.executor: {executor!r} is not one of {', '.join(EXECUTORS)}"])
-    if executor == "local":
+    if settings.executor == "local":
         return None
     from runner.slurm_pool import SlurmPool
 
     folder = Path(results_dir or ".") / "slurm"
-    return SlurmPool(folder, slurm_partition=settings.get("slurm_partition"), max_parallel=int(settings.get("max_parallel") or 16),
-                     container_image=settings.get("container_image"))
+    return SlurmPool(folder, slurm_partition=settings.slurm_partition, max_parallel=settings.max_parallel,
+                     container_image=settings.container_image)
 
 
-def _search_and_report(config: SmartSearchConfig, app: dict[str, Any], results_dir: str | None) -> None:
+def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir: str | None) -> None:
     from spica.search import run_smart_search
 
-    pool = evaluation_pool(app.get("evaluation"), results_dir)
+    pool = evaluation_pool(app.evaluation, results_dir)
     try:
         with _resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
             run_smart_search(config, results_dir=results_dir, pool=pool, progress=True)
@@ -128,7 +131,7 @@ def _resumable(again_with: str) -> Iterator[None]:
         raise SystemExit(130) from None
 
 
-def _config_for(args: argparse.Namespace) -> tuple[SmartSearchConfig, dict[str, Any]]:
+def _config_for(args: argparse.Namespace) -> tuple[SmartSearchConfig, AppSettings]:
     if args.config_file:
         return config_from_file(args.config_file, args.overrides)
     return compose(args.overrides)
@@ -180,10 +183,10 @@ def _run_file(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(prog="spica --config-file", description="Search a plain SmartSearchConfig YAML.")
     parser.add_argument("--config-file", required=True)
     parser.add_argument("--results-dir", default=None)
-    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. sweep.seed=3")
+    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. sweep.random_seed=3")
     args = parser.parse_args(argv)
     config, app = config_from_file(args.config_file, args.overrides)
-    _search_and_report(config, app, args.results_dir or app.get("results_dir"))
+    _search_and_report(config, app, args.results_dir or app.results_dir)
 
 
 def _hydra_app() -> None:
@@ -193,10 +196,13 @@ def _hydra_app() -> None:
     @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
     def app(cfg: DictConfig) -> None:
         logging.getLogger().setLevel(logging.WARNING)  # Hydra sets the root to INFO; libraries stay quiet
+        for name in [name for name in logging.root.manager.loggerDict if name.split(".")[0] == "spica"]:
+            logging.getLogger(name).disabled = False  # Hydra's logging config disables loggers made before it
         with _user_errors():
-            config, extra = config_from_container(_to_container(cfg))
-            _search_and_report(config, extra, extra.get("results_dir") or HydraConfig.get().runtime.output_dir)
+            config, settings = config_from_container(_to_container(cfg))
+            _search_and_report(config, settings, settings.results_dir or HydraConfig.get().runtime.output_dir)
 
+    register_schema()
     sys.argv = [sys.argv[0], *normalise_overrides(sys.argv[1:])]
     app()
 
@@ -221,6 +227,13 @@ class _user_errors:
         return False
 
 
+def _upstream_spelling(arg: str) -> str:
+    """`--config FILE` (upstream's `python -m spica --config`) is `--config-file FILE`."""
+    if arg == "--config" or arg.startswith("--config="):
+        return "--config-file" + arg[len("--config"):]
+    return arg
+
+
 COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_space}
 
 
@@ -232,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with _user_errors():
         if argv and argv[0] in COMMANDS:
             return COMMANDS[argv[0]](argv[1:])
+        argv = [_upstream_spelling(arg) for arg in argv]
         if any(arg == "--config-file" or arg.startswith("--config-file=") for arg in argv):
             return _run_file(argv)
     if explicit:

@@ -16,8 +16,9 @@ from typing import Any, Mapping
 
 import yaml
 
-from spica.config import ConfigError, SmartSearchConfig
+from spica.config import ConfigError, SLATarget, SmartSearchConfig
 from spica.config.schema import load_yaml
+from spica.planner.policies import filter_scaling_policies
 
 PLAN_FORMAT = 1
 VERSIONED_PACKAGES = (
@@ -103,7 +104,26 @@ def _body(config: SmartSearchConfig, versions: Mapping[str, str], trace_sha256: 
     }
 
 
+def with_usable_policies(config: SmartSearchConfig) -> SmartSearchConfig:
+    """SPEC §3 step 2: drop the planner scaling policies the goal cannot use (each logged) and
+    write the kept list back, so the plan, its fingerprint and the search all mean the same."""
+    goal, space = config.goal, config.search_space
+    sla = goal.sla or SLATarget()
+    try:
+        result = filter_scaling_policies(space.scaling_policies(), goal.target, sla.ttft_ms, sla.itl_ms, sla.e2e_ms)
+    except ValueError as exc:
+        raise ConfigError([f"search_space.planner_scaling_policy: {exc}"]) from None
+    if len(result.kept) == len(space.planner_scaling_policy):
+        return config
+    kept = {name for name, _ in result.kept}
+    entries = [entry for (name, _), entry in zip(space.scaling_policies(), space.planner_scaling_policy) if name in kept]
+    data = config.to_data()
+    data["search_space"]["planner_scaling_policy"] = entries
+    return SmartSearchConfig.from_mapping(data)
+
+
 def compile_plan(config: SmartSearchConfig) -> Plan:
+    config = with_usable_policies(config)
     trace = config.workload.trace_path
     trace_sha256 = file_sha256(trace) if trace else None
     versions = installed_versions()
@@ -124,6 +144,8 @@ def load_plan(path: str | Path, *, check_versions: bool = True) -> Plan:
         config = SmartSearchConfig.from_mapping(data["config"])
     except ConfigError as exc:
         raise PlanError(f"{path}: the recorded config is no longer valid: {exc.lines[0]}") from None
+    if with_usable_policies(config) != config:
+        raise PlanError(f"{path}: its planner_scaling_policy holds policies its goal cannot use; recompile it with `spica compile`")
     if data["seed"] != config.sweep.seed:
         raise PlanError(f"{path}: seed {data['seed']} differs from sweep.seed {config.sweep.seed}")
     if check_versions:

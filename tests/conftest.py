@@ -68,3 +68,15 @@ def runtime_image(docker_host: str) -> str:
     or found in podman's cache by containers/build-image.sh)."""
     return os.environ.get("SPICA_CONTAINER_IMAGE") or _run_service_script(
         "build-image.sh", sys.executable).strip().splitlines()[-1]
+
+
+@pytest.fixture
+def config_warnings(caplog):
+    """The config layer's warnings, even after a Hydra run in this process disabled its logger."""
+    import logging
+
+    logger = logging.getLogger("spica.config")
+    was_disabled, logger.disabled = logger.disabled, False
+    caplog.set_level(logging.WARNING, logger="spica.config")
+    yield caplog
+    logger.disabled = was_disabled

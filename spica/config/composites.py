@@ -6,12 +6,14 @@ nothing else. Resolution turns every entry into a (name, fields) pair that later
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any, Callable, Mapping
 
 from spica.config import presets
 
 Entry = str | Mapping[str, Any]
+log = logging.getLogger("spica.config")
 
 
 def _choices(table: Mapping[str, Any]) -> str:
@@ -40,20 +42,16 @@ def _flag(entry: Mapping[str, Any], key: str) -> None:
 
 
 def scaling_policy_entry(entry: Any) -> Entry:
+    """A dict holds both flags and both intervals, whichever scaling it enables (SPEC §2.1)."""
     if isinstance(entry, str):
         return _preset(entry, presets.PLANNER_SCALING_POLICIES)
     entry = _mapping(entry)
-    flags = {"enable_throughput_scaling", "enable_load_scaling"}
-    intervals = {"throughput_adjustment_interval_seconds", "load_adjustment_interval_seconds"}
-    for flag in flags & set(entry):
+    flags = ("enable_throughput_scaling", "enable_load_scaling")
+    intervals = ("throughput_adjustment_interval_seconds", "load_adjustment_interval_seconds")
+    _check_keys(entry, set(flags) | set(intervals), set())
+    for flag in flags:
         _flag(entry, flag)
-    required = set(flags)
-    if entry.get("enable_throughput_scaling"):
-        required.add("throughput_adjustment_interval_seconds")
-    if entry.get("enable_load_scaling"):
-        required.add("load_adjustment_interval_seconds")
-    _check_keys(entry, required, intervals)
-    for key in required & intervals:
+    for key in intervals:
         _positive_int(entry, key)
     return dict(entry)
 
@@ -82,14 +80,20 @@ def load_sensitivity_entry(entry: Any) -> Entry:
 
 
 def load_predictor_entry(entry: Any) -> Entry:
+    """A family and any predictor fields; a field of another family is ignored with a warning."""
     if isinstance(entry, str):
         return _preset(entry, presets.LOAD_PREDICTORS)
     entry = _mapping(entry)
     family = entry.get("load_predictor")
     if family not in presets.PREDICTOR_FAMILY_FIELDS:
         raise ValueError(f"load_predictor: {family!r} is not one of {_choices(presets.PREDICTOR_FAMILY_FIELDS)}")
-    _check_keys(entry, {"load_predictor"}, set(presets.PREDICTOR_FAMILY_FIELDS[family]))
-    return dict(entry)
+    every_field = {key for keys in presets.PREDICTOR_FAMILY_FIELDS.values() for key in keys} | {"load_predictor_log1p"}
+    _check_keys(entry, {"load_predictor"}, every_field)
+    own = set(presets.PREDICTOR_FAMILY_FIELDS[family]) | {"load_predictor", "load_predictor_log1p"}
+    ignored = sorted(set(entry) - own)
+    if ignored:
+        log.warning("load_predictor_candidates: %s does not apply to the %s predictor and is ignored", ", ".join(ignored), family)
+    return {key: value for key, value in entry.items() if key in own}
 
 
 def _preset(name: str, table: Mapping[str, Any]) -> str:

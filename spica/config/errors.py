@@ -6,9 +6,13 @@ Pydantic's own messages are precise but long and type-centric; a user editing YA
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Sequence
 
 from pydantic import BaseModel, ValidationError
+
+
+FIELD_FIRST = re.compile(r"^([a-z][a-z0-9_]*): (.+)$", re.DOTALL)
 
 
 class ConfigError(ValueError):
@@ -64,7 +68,7 @@ def _message(error: dict[str, Any], root: type[BaseModel] | None) -> str:
     loc = error["loc"]
     value = error.get("input")
     ctx = error.get("ctx") or {}
-    if kind == "literal_error":
+    if kind in {"literal_error", "enum"}:
         return f"{value!r} is not one of {_expected(ctx)}"
     if kind == "extra_forbidden":
         allowed = _allowed_fields(root, loc[:-1])
@@ -85,8 +89,12 @@ def format_validation_error(exc: ValidationError, root: type[BaseModel] | None =
     lines: list[str] = []
     for error in exc.errors(include_url=False):
         loc = tuple(prefix) + tuple(error["loc"])
+        message = _message(error, root)
+        named = FIELD_FIRST.match(message)
+        if named and named.group(1) in _allowed_fields(root, error["loc"]):
+            loc, message = loc + (named.group(1),), named.group(2)  # a cross-field rule about one field
         path = field_path(loc)
-        line = f"{path}: {_message(error, root)}" if path else _message(error, root)
+        line = f"{path}: {message}" if path else message
         if line not in lines:
             lines.append(line)
     return lines

@@ -1,12 +1,18 @@
-"""SmartSearchConfig: the published contract of SPEC §2, as frozen pydantic models.
+"""SmartSearchConfig: upstream Spica's published contract (SPEC §2), as frozen pydantic models.
 
-Unknown keys are rejected, every rule of SPEC §2.5 is checked here, and a valid config
-never changes after validation. Field names are the upstream ones: YAML written for
-upstream Spica loads unchanged.
+Names, defaults, choice sets and rules are upstream's, so a YAML written for upstream loads
+unchanged and means the same thing, and a config upstream refuses is refused here. Explicit
+null is accepted wherever upstream's default is null. Where Spica accepts more (a list of
+concurrencies under pareto, any positive engine value, its own sweep fields) no upstream file
+changes meaning. Unknown keys are refused and a valid config never changes after validation.
+Numbers are strict: `true` is not 1, and infinity or NaN is never a valid bound.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
@@ -16,8 +22,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PositiveFloat,
-    PositiveInt,
+    Strict,
     ValidationError,
     field_validator,
     model_validator,
@@ -26,18 +31,56 @@ from pydantic import (
 from spica.config import composites, presets
 from spica.config.errors import ConfigError, format_validation_error
 
+log = logging.getLogger("spica.config")
+
 Mode = Literal["agg", "disagg"]
 Backend = Literal["vllm", "sglang", "trtllm"]
 RouterMode = Literal["kv_router", "round_robin"]
-Target = Literal[
-    "throughput", "throughput_per_gpu", "throughput_per_user", "e2e_latency", "goodput", "goodput_per_gpu", "pareto"
-]
-Objective = Literal["throughput", "throughput_per_gpu", "throughput_per_user", "e2e_latency", "goodput", "goodput_per_gpu"]
 
 SHAPE_KEYS = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep", "replicas")
 DERIVED_SHAPE_KEYS = ("strategy", "used_gpus")
-GOODPUT_TARGETS = ("goodput", "goodput_per_gpu")
-MINIMISED_OBJECTIVES = ("e2e_latency",)
+
+Int = Annotated[int, Strict()]
+PositiveInt = Annotated[int, Strict(), Field(gt=0)]
+NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+Number = Annotated[float, Field(allow_inf_nan=False)]
+PositiveNumber = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Flag = Annotated[bool, Strict()]
+
+
+class OptimizationTarget(StrEnum):
+    """What `goal.target` maximises (or, for e2e_latency, minimises); pareto trades several."""
+
+    throughput = "throughput"
+    throughput_per_gpu = "throughput_per_gpu"
+    throughput_per_user = "throughput_per_user"
+    e2e_latency = "e2e_latency"
+    goodput = "goodput"
+    goodput_per_gpu = "goodput_per_gpu"
+    pareto = "pareto"
+
+    @property
+    def maximize(self) -> bool:
+        if self is OptimizationTarget.pareto:
+            raise ValueError("pareto has no scalar direction; each of goal.resolved_pareto_objectives has its own")
+        return self is not OptimizationTarget.e2e_latency
+
+    @property
+    def needs_sla(self) -> bool:
+        return self in (OptimizationTarget.goodput, OptimizationTarget.goodput_per_gpu)
+
+    @property
+    def planner_optimization_target(self) -> Literal["sla", "latency", "throughput"]:
+        """The Dynamo Planner's target: goodput* → sla, e2e_latency → latency, the rest → throughput."""
+        if self.needs_sla:
+            return "sla"
+        return "latency" if self is OptimizationTarget.e2e_latency else "throughput"
+
+
+OBJECTIVES = tuple(target.value for target in OptimizationTarget if target is not OptimizationTarget.pareto)
+DEFAULT_PARETO_OBJECTIVES = (OptimizationTarget.throughput_per_gpu, OptimizationTarget.throughput_per_user)
 
 
 def _as_list(value: Any) -> Any:
@@ -49,7 +92,7 @@ def _unique(values: list[Any]) -> list[Any]:
     seen: list[Any] = []
     for value in values:
         if value in seen:
-            raise ValueError(f"{value!r} is listed twice")
+            raise ValueError(f"{str(value) if isinstance(value, StrEnum) else value!r} is listed twice")
         seen.append(value)
     return values
 
@@ -61,10 +104,6 @@ def _knob(item: Any) -> Any:
 
 def _composite(validator: composites.Validator) -> Any:
     return Annotated[list[Annotated[Any, BeforeValidator(validator)]], BeforeValidator(_as_list), Field(min_length=1)]
-
-
-Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
-NonNegative = Annotated[float, Field(ge=0.0)]
 
 
 class _Frozen(BaseModel):
@@ -81,6 +120,8 @@ def _shape_entry(entry: Any, where: str = "") -> dict[str, int]:
             raise ValueError(f"{where}unknown key {key!r}; allowed: {', '.join(SHAPE_KEYS)}")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{where}{key}: {value!r} must be a positive integer")
+    if "tp" not in entry:
+        raise ValueError(f"{where}tp is required (pp, attention_dp, moe_tp, moe_ep and replicas default to 1)")
     return dict(entry)
 
 
@@ -101,28 +142,36 @@ def parallel_config_mode(entry: Mapping[str, Any]) -> Mode:
     return "disagg" if "prefill" in entry else "agg"
 
 
+ADMISSION_THRESHOLDS = ("active_decode_blocks_threshold", "active_prefill_tokens_threshold", "active_prefill_tokens_threshold_frac")
+ENGINE_LIST_KNOBS = (
+    "agg_max_num_batched_tokens", "prefill_max_num_batched_tokens", "decode_max_num_batched_tokens",
+    "agg_max_num_seqs", "prefill_max_num_seqs", "decode_max_num_seqs",
+)
+ROUTER_LIST_KNOBS = ("overlap_score_credit", "prefill_load_scale", "router_temperature", "host_cache_hit_weight", "disk_cache_hit_weight")
+
+
 class SearchSpace(_Frozen):
     """Which deployments may be built: deployment shape, engine, KV manager, router, planner."""
 
     # Deployment
-    deployment_mode: Annotated[_knob(Mode), BeforeValidator(_as_list)] = ["agg", "disagg"]
+    deployment_mode: _knob(Mode) = ["disagg", "agg"]
     backend: _knob(Backend) = ["vllm"]
     parallel_configs: list[Annotated[dict[str, Any], BeforeValidator(_parallel_config_entry)]] = []
     # Pinned
     model_name: str
     hardware_sku: str
     gpu_budget: PositiveInt = 32
-    min_gpu_budget: PositiveInt = 1
-    min_endpoint: PositiveInt = 1
+    min_gpu_budget: PositiveInt | None = None
+    min_endpoint: PositiveInt | None = None
     context_length: PositiveInt | None = None
-    startup_time: NonNegative = 0.0
-    aic_nextn: Annotated[int, Field(ge=0)] = 0
-    # Engine, per role
+    startup_time: NonNegative | None = None
+    aic_nextn: Annotated[int, Strict(), Field(ge=0, le=5)] | None = None
+    # Engine, per role (superset: any positive integer)
     agg_max_num_batched_tokens: _knob(PositiveInt) = [8192, 16384, 32768]
     prefill_max_num_batched_tokens: _knob(PositiveInt) = [8192, 16384, 32768]
     decode_max_num_batched_tokens: _knob(PositiveInt) = [8192]
     agg_max_num_seqs: _knob(PositiveInt) = [256, 512, 1024]
-    prefill_max_num_seqs: _knob(PositiveInt) = [1, 2, 4, 8]
+    prefill_max_num_seqs: _knob(PositiveInt) = [1, 2, 4, 8, 16, 32, 64, 128, 256]
     decode_max_num_seqs: _knob(PositiveInt) = [256, 512, 1024]
     agg_block_size: PositiveInt = 64
     prefill_block_size: PositiveInt = 64
@@ -130,57 +179,48 @@ class SearchSpace(_Frozen):
     agg_gpu_memory_utilization: Annotated[float, Field(gt=0.0, le=1.0)] = 0.9
     prefill_gpu_memory_utilization: Annotated[float, Field(gt=0.0, le=1.0)] = 0.9
     decode_gpu_memory_utilization: Annotated[float, Field(gt=0.0, le=1.0)] = 0.9
-    agg_enable_prefix_caching: bool = True
-    prefill_enable_prefix_caching: bool = True
-    decode_enable_prefix_caching: bool = False
-    # KV manager (host offload)
-    num_g2_blocks: Annotated[int, Field(ge=0)] = 0
+    agg_enable_prefix_caching: Flag = True
+    prefill_enable_prefix_caching: Flag = True
+    decode_enable_prefix_caching: Flag = False
+    # KV manager (host offload; num_g2_blocks null or 0 = off)
+    num_g2_blocks: NonNegativeInt | None = None
     kv_bytes_per_token: PositiveInt | None = None
-    bandwidth_g1_to_g2_gbps: PositiveFloat | None = None
-    bandwidth_g2_to_g1_gbps: PositiveFloat | None = None
+    bandwidth_g1_to_g2_gbps: PositiveNumber | None = None
+    bandwidth_g2_to_g1_gbps: PositiveNumber | None = None
     offload_batch_size: PositiveInt | None = None
-    kv_transfer_bandwidth_gbps: PositiveFloat | None = None
+    kv_transfer_bandwidth_gbps: PositiveNumber | None = None  # Spica's own: disagg KV transfer
     # Router
-    router_mode: _knob(RouterMode) = ["round_robin"]
-    overlap_score_credit: _knob(NonNegative) = [0.0, 0.5, 1.0]
-    prefill_load_scale: _knob(NonNegative) = [0.0, 0.25, 0.5, 1.0, 2.0, 4.0]
+    router_mode: _knob(RouterMode) = ["kv_router", "round_robin"]
+    overlap_score_credit: _knob(Fraction) = [0.0, 0.5, 1.0]
+    prefill_load_scale: _knob(NonNegative) = [0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
     router_temperature: _knob(NonNegative) = [0.0, 0.2, 0.5, 1.0]
-    host_cache_hit_weight: _knob(NonNegative) = [0.5, 1.0]
-    disk_cache_hit_weight: _knob(NonNegative) = [0.25, 0.5]
-    router_queue_threshold: PositiveFloat | None = None
+    host_cache_hit_weight: _knob(NonNegative) = [0.5, 0.75, 1.0]
+    disk_cache_hit_weight: _knob(NonNegative) = [0.0, 0.25, 0.5]
+    router_queue_threshold: PositiveNumber | None = None  # Spica's own: KvRouterConfig's queue threshold
+    active_decode_blocks_threshold: Fraction | None = None
+    active_prefill_tokens_threshold: NonNegativeInt | None = None
+    active_prefill_tokens_threshold_frac: NonNegative | None = None
+    no_admission_control: Flag = False
     # Planner
-    planner_scaling_policy: _composite(composites.scaling_policy_entry) = ["disabled"]
-    planner_fpm_sampling: _composite(composites.fpm_sampling_entry) = ["default"]
-    planner_load_sensitivity: _composite(composites.load_sensitivity_entry) = ["default"]
+    planner_scaling_policy: _composite(composites.scaling_policy_entry) = list(presets.PLANNER_SCALING_POLICIES)
+    planner_fpm_sampling: _composite(composites.fpm_sampling_entry) = list(presets.PLANNER_FPM_SAMPLING)
+    planner_load_sensitivity: _composite(composites.load_sensitivity_entry) = list(presets.PLANNER_LOAD_SENSITIVITY)
     load_predictor_candidates: _composite(composites.load_predictor_entry) = list(presets.LOAD_PREDICTORS)
 
-    @field_validator(
-        "deployment_mode", "backend", "router_mode", "agg_max_num_batched_tokens", "prefill_max_num_batched_tokens",
-        "decode_max_num_batched_tokens", "agg_max_num_seqs", "prefill_max_num_seqs", "decode_max_num_seqs",
-        "overlap_score_credit", "prefill_load_scale", "router_temperature", "host_cache_hit_weight",
-        "disk_cache_hit_weight",
-    )
+    @field_validator("deployment_mode", "backend", "router_mode", *ENGINE_LIST_KNOBS, *ROUTER_LIST_KNOBS)
     @classmethod
     def _distinct(cls, values: list[Any]) -> list[Any]:
         return _unique(values)
 
-    @field_validator("decode_enable_prefix_caching")
-    @classmethod
-    def _decode_never_caches(cls, value: bool) -> bool:
-        if value:
-            raise ValueError("decode workers never cache prefixes; only false is allowed")
-        return value
-
     @model_validator(mode="after")
     def _cross_field_rules(self) -> "SearchSpace":
-        if self.min_gpu_budget > self.gpu_budget:
+        if self.min_gpu_budget is not None and self.min_gpu_budget > self.gpu_budget:
             raise ValueError(f"min_gpu_budget ({self.min_gpu_budget}) must be <= gpu_budget ({self.gpu_budget})")
-        if self.num_g2_blocks > 0 and self.kv_bytes_per_token is None:
+        if self.offload_enabled and self.kv_bytes_per_token is None:
             raise ValueError("kv_bytes_per_token is required when host offload is on (num_g2_blocks > 0)")
-        if len(self.parallel_configs) == 1 and len(self.deployment_mode) != 1:
+        if self.parallel_configs and len(self.deployment_mode) != 1:
             raise ValueError(
-                "a pinned parallel_configs entry needs deployment_mode to hold exactly one mode, got "
-                + ", ".join(self.deployment_mode)
+                "parallel_configs needs deployment_mode to hold exactly one mode, got " + ", ".join(self.deployment_mode)
             )
         for index, entry in enumerate(self.parallel_configs):
             mode = parallel_config_mode(entry)
@@ -188,11 +228,23 @@ class SearchSpace(_Frozen):
                 raise ValueError(
                     f"parallel_configs[{index}] is a {mode} config but deployment_mode is {', '.join(self.deployment_mode)}"
                 )
+        thresholds = [name for name in ADMISSION_THRESHOLDS if getattr(self, name) is not None]
+        if thresholds and "kv_router" in self.router_mode:
+            raise ValueError(
+                f"{thresholds[0]}: Dynamo's Replay cannot model admission control, so a search that may choose "
+                "kv_router could not score what it deploys; leave it null or set router_mode: [round_robin]"
+            )
+        if thresholds:
+            log.warning("%s: has no effect under round_robin and is not deployed", ", ".join(thresholds))
         return self
 
     @property
     def offload_enabled(self) -> bool:
-        return self.num_g2_blocks > 0
+        return bool(self.num_g2_blocks)
+
+    @property
+    def effective_min_gpu_budget(self) -> int:
+        return self.min_gpu_budget or 1
 
     def scaling_policies(self) -> list[tuple[str, dict[str, Any]]]:
         return composites.resolve(self.planner_scaling_policy, presets.PLANNER_SCALING_POLICIES)
@@ -207,9 +259,46 @@ class SearchSpace(_Frozen):
         return composites.resolve(self.load_predictor_candidates, presets.LOAD_PREDICTORS)
 
 
-TRACE_ONLY = ("trace_format", "arrival_speedup_ratio", "replay_concurrency")
+LOAD_FIELDS = ("trace_path", "request_rate", "concurrency", "kv_load_ratio")
+TRACE_ONLY = ("arrival_speedup_ratio", "replay_concurrency")
 SYNTHETIC_ONLY = ("isl", "osl", "num_request_ratio", "turns_per_session", "inter_turn_delay_ms")
-SHAPE_FIELDS = ("trace_path", "request_rate", "concurrency", "kv_load_ratio")
+KV_LOAD_RATIO_RULE = "a number ≥ 0, or [min, max] under a pareto goal"
+CONCURRENCY_RULE = "a positive integer, or a list of them under a pareto goal"
+
+
+def _finite_non_negative(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _kv_load_ratio(value: Any) -> float | list[float] | None:
+    """One rule for both forms, so an error names the rule and not pydantic's union branches."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2 or not all(map(_finite_non_negative, value)):
+            raise ValueError(f"{list(value)!r} must be {KV_LOAD_RATIO_RULE}")
+        low, high = float(value[0]), float(value[1])
+        if not low < high:
+            raise ValueError(f"range {[low, high]} must be [min, max] with min < max")
+        return [low, high]
+    if not _finite_non_negative(value):
+        raise ValueError(f"{value!r} must be {KV_LOAD_RATIO_RULE}")
+    return float(value)
+
+
+def _concurrency(value: Any) -> int | list[int] | None:
+    def level(item: Any) -> bool:
+        return isinstance(item, int) and not isinstance(item, bool) and item > 0
+
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        if not value or not all(map(level, value)):
+            raise ValueError(f"{list(value)!r} must be {CONCURRENCY_RULE}")
+        return _unique(list(value))
+    if not level(value):
+        raise ValueError(f"{value!r} must be {CONCURRENCY_RULE}")
+    return value
 
 
 class Workload(_Frozen):
@@ -217,16 +306,16 @@ class Workload(_Frozen):
 
     trace_path: str | None = None
     trace_format: Literal["mooncake"] = "mooncake"
-    arrival_speedup_ratio: PositiveFloat = 1.0
+    arrival_speedup_ratio: PositiveNumber = 1.0
     replay_concurrency: PositiveInt | None = None
-    request_rate: PositiveFloat | None = None
-    concurrency: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] | None = None
-    kv_load_ratio: PositiveFloat | Annotated[list[PositiveFloat], Field(min_length=2, max_length=2)] | None = None
+    request_rate: PositiveNumber | None = None
+    concurrency: Annotated[Any, BeforeValidator(_concurrency)] = None
+    kv_load_ratio: Annotated[Any, BeforeValidator(_kv_load_ratio)] = None
     isl: PositiveInt | None = None
     osl: PositiveInt | None = None
-    num_request_ratio: PositiveFloat = 10.0
+    num_request_ratio: PositiveNumber | None = None
     shared_prefix_ratio: Fraction = 0.0
-    num_prefix_groups: Annotated[int, Field(ge=0)] = 0
+    num_prefix_groups: NonNegativeInt = 0
     turns_per_session: PositiveInt = 1
     inter_turn_delay_ms: NonNegative = 0.0
 
@@ -243,92 +332,170 @@ class Workload(_Frozen):
         return str(path.resolve())
 
     @model_validator(mode="after")
-    def _one_shape(self) -> "Workload":
-        shapes = [name for name in SHAPE_FIELDS if getattr(self, name) is not None]
-        if len(shapes) != 1:
-            got = ", ".join(shapes) if shapes else "none"
-            raise ValueError(f"set exactly one of {', '.join(SHAPE_FIELDS)} (got: {got})")
+    def _one_load(self) -> "Workload":
+        loads = [name for name in LOAD_FIELDS if getattr(self, name) is not None]
+        if len(loads) != 1:
+            got = ", ".join(loads) if loads else "none"
+            raise ValueError(f"set exactly one of {', '.join(LOAD_FIELDS)} (got: {got})")
         fields = type(self).model_fields
         explicit = {name for name in self.model_fields_set if getattr(self, name) not in (None, fields[name].default)}
         if self.trace_path is not None:
             stray = sorted(explicit & set(SYNTHETIC_ONLY))
             if stray:
                 raise ValueError(f"{stray[0]} is a synthetic-workload field and cannot be used with trace_path")
-        else:
-            stray = sorted(explicit & set(TRACE_ONLY) - {"trace_format"})
-            if stray:
-                raise ValueError(f"{stray[0]} applies only to a trace workload (set trace_path)")
-            missing = [name for name in ("isl", "osl") if getattr(self, name) is None]
-            if missing:
-                raise ValueError(f"{missing[0]} is required for a synthetic workload")
-        if isinstance(self.kv_load_ratio, list) and not self.kv_load_ratio[0] < self.kv_load_ratio[1]:
-            raise ValueError(f"kv_load_ratio range {self.kv_load_ratio} must be [min, max] with min < max")
+            return self
+        stray = sorted(explicit & set(TRACE_ONLY))
+        if stray:
+            raise ValueError(f"{stray[0]} applies only to a trace workload (set trace_path)")
+        missing = [name for name in ("isl", "osl", "num_request_ratio") if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"{missing[0]} is required for a synthetic workload")
         return self
 
     @property
     def kind(self) -> Literal["trace", "request_rate", "concurrency", "kv_load_ratio"]:
-        return next(name for name in SHAPE_FIELDS if getattr(self, name) is not None)  # type: ignore[return-value]
+        return next(name for name in LOAD_FIELDS if getattr(self, name) is not None)  # type: ignore[return-value]
 
     @property
-    def is_trace(self) -> bool:
+    def is_trace_based(self) -> bool:
         return self.trace_path is not None
+
+    @property
+    def is_synthetic(self) -> bool:
+        return self.trace_path is None
+
+    @property
+    def kv_load_ratio_range(self) -> tuple[float, float] | None:
+        """The (min, max) of a ranged kv_load_ratio (a study dimension), else None."""
+        ratio = self.kv_load_ratio
+        return (ratio[0], ratio[1]) if isinstance(ratio, list) else None
 
     def concurrency_levels(self) -> list[int]:
         if self.concurrency is None:
             return []
         return list(self.concurrency) if isinstance(self.concurrency, list) else [self.concurrency]
 
-    def request_count(self, per_second_or_concurrency: float) -> int:
-        """SPEC §2.2: request count = round(num_request_ratio × rate-or-concurrency)."""
-        return max(1, round(self.num_request_ratio * per_second_or_concurrency))
+    def effective_in_flight_cap(self, concurrency_override: int | None = None) -> int | None:
+        """Requests in flight at most: the candidate's (override) or the configured closed-loop
+        concurrency; None for open-loop traffic, which has no cap."""
+        if concurrency_override is not None:
+            return int(concurrency_override)
+        if self.is_trace_based:
+            return self.replay_concurrency
+        levels = self.concurrency_levels()
+        return max(levels) if levels else None
+
+    def resolved_request_count(self, concurrency_override: int | None = None) -> int | None:
+        """SPEC §2.2: max(1, round(num_request_ratio × load)), load = concurrency (the
+        candidate's own, or the configured one) or request rate; None for a trace (its rows
+        are the requests) and for a KV-relative load before a candidate derives it."""
+        if self.is_trace_based:
+            return None
+        load = self.request_rate if self.request_rate is not None else self.effective_in_flight_cap(concurrency_override)
+        if load is None:
+            return None
+        return max(1, round(float(self.num_request_ratio) * load))
 
 
-class Sla(_Frozen):
-    ttft_ms: PositiveFloat | None = None
-    itl_ms: PositiveFloat | None = None
-    e2e_ms: PositiveFloat | None = None
+def _needs_sla_text(what: str) -> str:
+    return f"{what} needs sla.e2e_ms, or both sla.ttft_ms and sla.itl_ms"
 
 
-class Goal(_Frozen):
+class SLATarget(_Frozen):
+    """Per-request bounds in ms; goodput counts only the requests that meet every bound set."""
+
+    ttft_ms: PositiveNumber | None = None
+    itl_ms: PositiveNumber | None = None
+    e2e_ms: PositiveNumber | None = None
+
+    @property
+    def bounds_goodput(self) -> bool:
+        return self.e2e_ms is not None or (self.ttft_ms is not None and self.itl_ms is not None)
+
+
+class OptimizationGoal(_Frozen):
     """What 'best' means. goodput targets carry an SLA; pareto trades two or more objectives."""
 
-    target: Target = "throughput"
-    sla: Sla = Sla()
-    pareto_objectives: Annotated[list[Objective], Field(min_length=2)] = ["throughput_per_gpu", "throughput_per_user"]
+    target: OptimizationTarget = OptimizationTarget.throughput
+    sla: SLATarget | None = None
+    pareto_objectives: Annotated[list[OptimizationTarget], Field(min_length=2)] | None = None
 
     @field_validator("pareto_objectives")
     @classmethod
-    def _distinct_objectives(cls, values: list[str]) -> list[str]:
+    def _objectives(cls, values: list[OptimizationTarget] | None) -> list[OptimizationTarget] | None:
+        if values is None:
+            return None
+        if OptimizationTarget.pareto in values:
+            raise ValueError(f"pareto is not an objective; choose from {', '.join(OBJECTIVES)}")
         return _unique(values)
 
     @model_validator(mode="after")
-    def _sla_for_goodput(self) -> "Goal":
-        if self.target in GOODPUT_TARGETS:
-            sla = self.sla
-            if sla.e2e_ms is None and (sla.ttft_ms is None or sla.itl_ms is None):
-                raise ValueError(f"target {self.target} needs sla.e2e_ms, or both sla.ttft_ms and sla.itl_ms")
+    def _rules(self) -> "OptimizationGoal":
+        if self.pareto_objectives is not None and not self.is_pareto:
+            raise ValueError(f"pareto_objectives is only allowed when target is pareto (target is {self.target})")
+        has_sla = self.sla is not None and self.sla.bounds_goodput
+        if self.target.needs_sla and not has_sla:
+            raise ValueError(_needs_sla_text(f"target {self.target}"))
+        if self.is_pareto and not has_sla:
+            goodput = [name for name in self.resolved_pareto_objectives if name.needs_sla]
+            if goodput:
+                raise ValueError(_needs_sla_text(f"pareto objective {goodput[0]}"))
         return self
 
     @property
+    def is_pareto(self) -> bool:
+        return self.target is OptimizationTarget.pareto
+
+    @property
+    def resolved_pareto_objectives(self) -> list[OptimizationTarget]:
+        return list(self.pareto_objectives or DEFAULT_PARETO_OBJECTIVES)
+
+    @property
     def objectives(self) -> list[str]:
-        return list(self.pareto_objectives) if self.target == "pareto" else [self.target]
+        """The objective names a candidate is measured by: the target, or the Pareto objectives."""
+        return [str(name) for name in self.resolved_pareto_objectives] if self.is_pareto else [str(self.target)]
 
 
-class Sweep(_Frozen):
-    """How hard to search: rounds, batch size, parallelism, seed, algorithm, time cap, timing model."""
+SWEEP_ALIASES = {"seed": "random_seed", "candidate_timeout_s": "max_eval_seconds"}
+"""Spica's earlier names, kept so plans and files written with them still load (with a warning)."""
+
+
+class SweepConfig(_Frozen):
+    """How hard to search: rounds, batch size, parallelism, seed, time cap; Spica's algorithm,
+    designer and timing mode beside upstream's fields."""
 
     max_rounds: PositiveInt = 20
     parallel_evals: PositiveInt = 16
     candidates_per_round: PositiveInt | None = None
-    seed: Annotated[int, Field(ge=0)] = 0
+    random_seed: Int = 1
+    max_eval_seconds: PositiveNumber | None = 600.0
     algorithm: Literal["vizier", "grid"] = "vizier"
     designer: Literal["fast", "default", "random", "quasi_random"] = "fast"
-    candidate_timeout_s: PositiveFloat | None = 600.0
     timing: Literal["table", "ais"] = "table"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_names(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        for old, new in SWEEP_ALIASES.items():
+            if old not in data:
+                continue
+            if new in data:
+                raise ValueError(f"{old} is the earlier name of {new}; give only {new}")
+            log.warning("sweep.%s is deprecated: call it sweep.%s", old, new)
+            data[new] = data.pop(old)
+        return data
 
     @property
     def per_round(self) -> int:
         return self.candidates_per_round or self.parallel_evals
+
+    @property
+    def seed(self) -> int:
+        """random_seed as the non-negative 32-bit seed the designers and Replay take."""
+        return self.random_seed % 2**32
 
 
 class SmartSearchConfig(_Frozen):
@@ -336,16 +503,28 @@ class SmartSearchConfig(_Frozen):
 
     search_space: SearchSpace
     workload: Workload
-    goal: Goal = Goal()
-    sweep: Sweep = Sweep()
+    goal: OptimizationGoal = OptimizationGoal()
+    sweep: SweepConfig = SweepConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_pareto_load(cls, data: Any) -> Any:
+        """SPEC §2.2: a synthetic pareto workload that sets no load sweeps kv_load_ratio [0, 1]."""
+        if not isinstance(data, Mapping):
+            return data
+        goal, workload = data.get("goal"), data.get("workload")
+        pareto = isinstance(goal, Mapping) and str(goal.get("target")) == OptimizationTarget.pareto
+        if pareto and isinstance(workload, Mapping) and all(workload.get(name) is None for name in LOAD_FIELDS):
+            data = {**data, "workload": {**workload, "kv_load_ratio": [0.0, 1.0]}}
+        return data
 
     @model_validator(mode="after")
     def _cross_block_rules(self) -> "SmartSearchConfig":
-        pareto = self.goal.target == "pareto"
-        if isinstance(self.workload.concurrency, list) and len(self.workload.concurrency) > 1 and not pareto:
-            raise ValueError("workload.concurrency: a list of levels is only allowed under goal.target pareto; give one value")
-        if isinstance(self.workload.kv_load_ratio, list) and not pareto:
-            raise ValueError("workload.kv_load_ratio: a [min, max] range is only allowed under goal.target pareto; give one value")
+        if not self.goal.is_pareto:
+            if len(self.workload.concurrency_levels()) > 1:
+                raise ValueError("workload.concurrency: a list of levels is only allowed under goal.target pareto; give one value")
+            if self.workload.kv_load_ratio_range is not None:
+                raise ValueError("workload.kv_load_ratio: a [min, max] range is only allowed under goal.target pareto; give one value")
         return self
 
     @classmethod
@@ -363,18 +542,51 @@ class SmartSearchConfig(_Frozen):
         return cls.from_mapping(load_yaml(path))
 
     def to_data(self) -> dict[str, Any]:
-        """Plain data that validates back to an equal config."""
+        """Plain data that validates back to an equal config (nulls left out)."""
         return self.model_dump(mode="json", exclude_none=True)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """Safe YAML that refuses a key given twice in one mapping (last-wins would hide a typo)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                mark = key_node.start_mark
+                raise ConfigError([f"{key}: given twice in one mapping (line {mark.line + 1}); keep one"])
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
+
+MAX_YAML_ALIASES = 100
+"""More aliases than a hand-written config uses; few enough that a 'billion laughs' file is refused."""
+
+
 def load_yaml(path: str | Path) -> Any:
-    """Safe-load a YAML file; a missing or malformed file is a one-line ConfigError."""
+    """Safe-load a YAML file; a missing, unreadable or malformed file is a one-line ConfigError."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError([f"config file not found: {path}"])
+        what = "a directory" if path.is_dir() else "not a regular file" if path.exists() else "not found"
+        raise ConfigError([f"config file {path}: {what}"])
     try:
-        return yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{path}: not UTF-8 text (byte {exc.start}); save the config as UTF-8"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot be read: {exc.strerror}"]) from None
+    try:
+        if text.count("*") > MAX_YAML_ALIASES and sum(1 for _ in _aliases(text)) > MAX_YAML_ALIASES:
+            raise ConfigError([f"{path}: more than {MAX_YAML_ALIASES} YAML aliases; a config needs far fewer"])
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise ConfigError([f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"]) from None
+
+
+def _aliases(text: str) -> Any:
+    return (event for event in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(event, yaml.AliasEvent))

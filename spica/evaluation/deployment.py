@@ -181,7 +181,7 @@ def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
     }
     if unrolled["backend"] == "sglang":
         engine["sglang"] = {"chunked_prefill_size": max_batched_tokens, "max_prefill_tokens": max_batched_tokens}
-    if int(unrolled.get("aic_nextn", 0)) > 0:
+    if int(unrolled.get("aic_nextn") or 0) > 0:
         engine["aic_nextn"] = int(unrolled["aic_nextn"])
     if role != "agg" and unrolled.get("kv_transfer_bandwidth_gbps") is not None:
         engine["kv_transfer_bandwidth"] = float(unrolled["kv_transfer_bandwidth_gbps"])
@@ -212,7 +212,7 @@ def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
     moe_tp, moe_ep = int(unrolled.get(f"{shape}moe_tp", 1)), int(unrolled.get(f"{shape}moe_ep", 1))
     if moe_tp * moe_ep > 1:  # AIS rejects MoE controls on dense models; 1×1 is its default anyway
         config["moe_tp_size"], config["moe_ep_size"] = moe_tp, moe_ep
-    if int(unrolled.get("aic_nextn", 0)) > 0:
+    if int(unrolled.get("aic_nextn") or 0) > 0:
         config["nextn"] = int(unrolled["aic_nextn"])
     return config
 

@@ -35,7 +35,7 @@ class Evaluation:
 def workload_spec(config: SmartSearchConfig) -> WorkloadSpec:
     """The plan's traffic in Replay's terms; a candidate's own concurrency rides in `unrolled`."""
     workload = config.workload
-    if workload.is_trace:
+    if workload.is_trace_based:
         return WorkloadSpec(
             kind="trace",
             trace_path=workload.trace_path,
@@ -46,12 +46,7 @@ def workload_spec(config: SmartSearchConfig) -> WorkloadSpec:
             num_prefix_groups=workload.num_prefix_groups,
         )
     levels = workload.concurrency_levels()
-    if workload.request_rate is not None:
-        count = workload.request_count(workload.request_rate)
-    elif workload.kind == "kv_load_ratio":
-        count = None  # derived per candidate from its concurrency, below
-    else:
-        count = workload.request_count(max(levels))
+    count = workload.resolved_request_count()  # None for a KV-relative load: derived per candidate, below
     return WorkloadSpec(
         kind="synthetic",
         request_rate=workload.request_rate,
@@ -70,7 +65,7 @@ def workload_spec(config: SmartSearchConfig) -> WorkloadSpec:
 def _spec_for(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> WorkloadSpec:
     spec = workload_spec(config)
     if spec.kind == "synthetic" and "concurrency" in unrolled and config.workload.request_rate is None:
-        return replace(spec, request_count=config.workload.request_count(unrolled["concurrency"]))
+        return replace(spec, request_count=config.workload.resolved_request_count(unrolled["concurrency"]))
     return spec
 
 
@@ -81,6 +76,12 @@ def _scalars(summary: Mapping[str, Any]) -> dict[str, float]:
 def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluation:
     started = time.perf_counter()
     sweep = config.sweep
+    if unrolled.get("kv_load_concurrency_capacity") == 0:
+        reason = (
+            f"kv_capacity: the pool holds {unrolled['kv_load_capacity_tokens']} KV tokens, less than one request "
+            f"(isl + osl // 2 = {config.workload.isl + config.workload.osl // 2})"
+        )
+        return Evaluation("infeasible", reason, seconds=time.perf_counter() - started)
     try:
         planner = planner_config(unrolled, config.goal.sla)
         call = build_replay_call(unrolled, _spec_for(config, unrolled), config.goal.sla, sweep.timing, planner)
@@ -88,12 +89,14 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
         return Evaluation("failed", f"planner_config: {exc}", seconds=time.perf_counter() - started)
     except (ValueError, KeyError) as exc:
         return Evaluation("failed", f"invalid_deployment: {exc}", seconds=time.perf_counter() - started)
-    outcome = run_replay(call, sweep.candidate_timeout_s)
+    outcome = run_replay(call, sweep.max_eval_seconds)
     replay_input = call.to_dict()
     provenance = {"replay_seconds": round(outcome.seconds, 4), "timing": sweep.timing}
     if outcome.status != "ok":
-        status = "infeasible" if outcome.status == "no_samples" else "failed"
-        reason = f"{outcome.reason}: {outcome.message}" if outcome.message else outcome.reason
+        # an overrun is upstream's infeasible "exceed runtime": the study learns to avoid it
+        status = "infeasible" if outcome.status in ("no_samples", "timeout") else "failed"
+        category = "exceed runtime" if outcome.status == "timeout" else outcome.reason
+        reason = f"{category}: {outcome.message}" if outcome.message else category
         return Evaluation(status, reason, metrics=_scalars(outcome.summary), replay_input=replay_input,
                           seconds=time.perf_counter() - started, provenance=provenance)
     objectives = score.objective_values(outcome.summary)

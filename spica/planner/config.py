@@ -1,7 +1,7 @@
 """The Planner's side of a candidate: its unrolled planner fields and the Replay PlannerConfig.
 
 `unroll_planner_fields` writes exactly the planner keys of the unrolled candidate
-(.notes/UNROLLED.md, SPEC §4): a field is present only when the chosen policy reads it, so two
+(SPEC §4): a field is present only when the chosen policy reads it, so two
 trials that run the same Planner unroll identically. `planner_config` turns those keys into the
 Planner's config, checked by Dynamo's own `PlannerConfig`: the dict
 `dynamo.replay.run_trace_replay(planner_config=...)` accepts (every report, dashboard and port
@@ -98,7 +98,8 @@ def complete_predictor_fields(fields: Mapping[str, Any], name: str | None = None
     from dynamo.planner.config.planner_config import PlannerConfig
 
     defaults = PlannerConfig.model_fields
-    return {"load_predictor": family, **{key: fields.get(key, defaults[key].default) for key in PREDICTOR_FAMILY_FIELDS[family]}}
+    keys = ("load_predictor_log1p", *(key for key in PREDICTOR_FAMILY_FIELDS[family] if key != "load_predictor_log1p"))
+    return {"load_predictor": family, **{key: fields.get(key, defaults[key].default) for key in keys}}
 
 
 def _pick(fields: Mapping[str, Any], keys: tuple[str, ...], knob: str, policy_name: str) -> dict[str, Any]:
@@ -109,7 +110,7 @@ def _pick(fields: Mapping[str, Any], keys: tuple[str, ...], knob: str, policy_na
 
 
 def unroll_planner_fields(
-    policy_name: str,
+    policy_entry: str | Mapping[str, Any],
     policy_fields: Mapping[str, Any],
     fpm_fields: Mapping[str, Any],
     sensitivity_fields: Mapping[str, Any],
@@ -117,32 +118,32 @@ def unroll_planner_fields(
     predictor_fields: Mapping[str, Any],
     optimization_target: str,
 ) -> dict[str, Any]:
-    """The planner keys of one unrolled candidate: flags and target always; the rest per policy.
-
-    Either scaling on ⇒ fpm sampling; throughput scaling ⇒ its interval and the winning
-    predictor's family fields; load scaling ⇒ its interval and the sensitivity fields.
+    """The planner keys of one unrolled candidate (SPEC §4): the policy entry as given (a preset
+    id or its dict), both flags and the Planner's target always; when either scaling is on, both
+    intervals, the fpm sampling and the load sensitivity; under throughput scaling, the winning
+    predictor's family, its log1p switch and that family's own fields.
     """
     throughput = bool(policy_fields.get("enable_throughput_scaling", False))
     load = bool(policy_fields.get("enable_load_scaling", False))
+    name = policy_entry if isinstance(policy_entry, str) else "custom"
     out: dict[str, Any] = {
-        "planner_scaling_policy": policy_name,
+        "planner_scaling_policy": policy_entry if isinstance(policy_entry, str) else dict(policy_entry),
         "enable_throughput_scaling": throughput,
         "enable_load_scaling": load,
         "planner_optimization_target": optimization_target,
     }
-    if throughput or load:
-        out.update(_pick(fpm_fields, FPM_KEYS, "planner_fpm_sampling", policy_name))
+    if not (throughput or load):
+        return out
+    out.update(_pick(policy_fields, (THROUGHPUT_INTERVAL, LOAD_INTERVAL), "planner_scaling_policy", name))
+    out.update(_pick(fpm_fields, FPM_KEYS, "planner_fpm_sampling", name))
+    out.update(_pick(sensitivity_fields, SENSITIVITY_KEYS, "planner_load_sensitivity", name))
     if throughput:
-        out.update(_pick(policy_fields, (THROUGHPUT_INTERVAL,), "planner_scaling_policy", policy_name))
         if not predictor_fields:
             raise ValueError(
-                f"planner_scaling_policy {policy_name}: no load predictor chosen for its "
+                f"planner_scaling_policy {name}: no load predictor chosen for its "
                 f"{policy_fields[THROUGHPUT_INTERVAL]} s throughput interval"
             )
         out.update(complete_predictor_fields(predictor_fields, predictor_name))
-    if load:
-        out.update(_pick(policy_fields, (LOAD_INTERVAL,), "planner_scaling_policy", policy_name))
-        out.update(_pick(sensitivity_fields, SENSITIVITY_KEYS, "planner_load_sensitivity", policy_name))
     return out
 
 

@@ -12,23 +12,20 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Sequence
 
+from spica.config.schema import OptimizationTarget
+
 log = logging.getLogger(__name__)
 
-OptimizationTarget = Literal["sla", "latency", "throughput"]
-GOODPUT_TARGETS = frozenset({"goodput", "goodput_per_gpu"})
-GOAL_TARGETS = frozenset(
-    {"throughput", "throughput_per_gpu", "throughput_per_user", "e2e_latency", "goodput", "goodput_per_gpu", "pareto"}
-)
+PlannerTarget = Literal["sla", "latency", "throughput"]
 Policy = tuple[str, Mapping[str, Any]]
 
 
-def optimization_target(goal_target: str) -> OptimizationTarget:
-    """The Planner's optimization target for a goal: goodput* → sla, e2e_latency → latency, else throughput."""
-    if goal_target not in GOAL_TARGETS:
-        raise ValueError(f"goal.target: {goal_target!r} is not one of {', '.join(sorted(GOAL_TARGETS))}")
-    if goal_target in GOODPUT_TARGETS:
-        return "sla"
-    return "latency" if goal_target == "e2e_latency" else "throughput"
+def optimization_target(goal_target: str) -> PlannerTarget:
+    """The Planner's optimization target for a goal (the mapping lives on OptimizationTarget)."""
+    try:
+        return OptimizationTarget(goal_target).planner_optimization_target
+    except ValueError:
+        raise ValueError(f"goal.target: {goal_target!r} is not one of {', '.join(OptimizationTarget)}") from None
 
 
 def is_static(fields: Mapping[str, Any]) -> bool:
@@ -45,7 +42,7 @@ class FilterResult:
 
 
 def _drop_reason(
-    fields: Mapping[str, Any], target: OptimizationTarget, goal_target: str, has_ttft_itl: bool
+    fields: Mapping[str, Any], target: PlannerTarget, goal_target: str, has_ttft_itl: bool
 ) -> str | None:
     if is_static(fields):
         return None

@@ -17,7 +17,7 @@ def space_request(config: SmartSearchConfig) -> SpaceRequest:
         backends=tuple(space.backend),
         modes=tuple(space.deployment_mode),
         gpu_budget=space.gpu_budget,
-        min_gpu_budget=space.min_gpu_budget,
+        min_gpu_budget=space.effective_min_gpu_budget,
         context_length=space.context_length,
         **{f"{role}_block_size": getattr(space, f"{role}_block_size") for role in ROLES},
         **{f"{role}_gpu_memory_utilization": getattr(space, f"{role}_gpu_memory_utilization") for role in ROLES},

@@ -2,7 +2,7 @@
 
 A list knob with one value is pinned (not a dimension). Knobs that cannot matter are pruned
 (SPEC §2.1): no kv-router weights unless kv_router can be chosen, no host/disk weights without
-offload, no fpm/sensitivity presets unless a kept policy scales, no engine knobs of the other
+offload, no fpm/sensitivity presets unless a kept policy scales (every policy disabled), no engine knobs of the other
 mode. The study then searches only what can change a replay.
 """
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
+from spica.planner.policies import is_static
 from spica.study.params import Param
 
 ROLES = {"agg": ("agg",), "disagg": ("prefill", "decode")}
@@ -32,13 +33,6 @@ class Knob:
         return len(self.values) > 1
 
 
-def _policy_flags(config: SmartSearchConfig) -> tuple[bool, bool]:
-    policies = config.search_space.scaling_policies()
-    throughput = any(fields["enable_throughput_scaling"] for _, fields in policies)
-    load = any(fields["enable_load_scaling"] for _, fields in policies)
-    return throughput, load
-
-
 def branch_knobs(config: SmartSearchConfig, mode: str) -> list[Knob]:
     """Every knob relevant to `mode`, pinned or searched, in a stable order."""
     space = config.search_space
@@ -49,10 +43,8 @@ def branch_knobs(config: SmartSearchConfig, mode: str) -> list[Knob]:
         knobs += [Knob(name, tuple(getattr(space, name))) for name in router_knobs]
     policies = space.scaling_policies()
     knobs.append(Knob("planner_scaling_policy", tuple(name for name, _ in policies)))
-    throughput, load = _policy_flags(config)
-    if throughput or load:
+    if any(not is_static(fields) for _, fields in policies):  # a Planner runs: its sampling and sensitivity
         knobs.append(Knob("planner_fpm_sampling", tuple(name for name, _ in space.fpm_samplings())))
-    if load:
         knobs.append(Knob("planner_load_sensitivity", tuple(name for name, _ in space.load_sensitivities())))
     levels = config.workload.concurrency_levels()
     if len(levels) > 1:

@@ -229,7 +229,7 @@ class RoundLoop:
         knobs = knob_values(search.knobs, params)
         ratio = params.get("kv_load_ratio")
         config = self.plan.config
-        return unroll(config, parallel, branch.context_length, backend, knobs, self.winners, float(ratio) if ratio is not None else None)
+        return unroll(config, branch, parallel, backend, knobs, self.winners, float(ratio) if ratio is not None else None)
 
 
 def _tell(study: Study, trial_id: int, candidate: Candidate) -> None:

@@ -1,6 +1,7 @@
 """run_smart_search: SPEC §3 from validation to the merged, ranked result.
 
-validate → filter planner policies → load-predictor sub-sweep → enumerate branches →
+validate and compile (the planner policies the goal can use are kept then) → load-predictor
+sub-sweep → enumerate branches →
 per-branch Vizier studies, each in its own barrier rounds on one shared pool (rounds.py) →
 merge → results folder.
 """
@@ -13,11 +14,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
-from spica.config.errors import ConfigError
 from spica.deploy.settings import DeploySettings
 from spica.evaluation import score
 from spica.plan import Plan, compile_plan
-from spica.planner.policies import filter_scaling_policies
 from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results.ledger import Candidate, Journal
 from spica.results.report import write_results
@@ -54,23 +53,6 @@ def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any]) -> Plan:
     if not isinstance(config, SmartSearchConfig):
         config = SmartSearchConfig.from_mapping(config)
     return compile_plan(config)
-
-
-def _with_kept_policies(config: SmartSearchConfig) -> SmartSearchConfig:
-    """SPEC §3 step 2: drop policies the goal cannot use; write the kept list back."""
-    goal = config.goal
-    try:
-        result = filter_scaling_policies(
-            config.search_space.scaling_policies(), goal.target, goal.sla.ttft_ms, goal.sla.itl_ms, goal.sla.e2e_ms
-        )
-    except ValueError as exc:
-        raise ConfigError([f"search_space.planner_scaling_policy: {exc}"]) from None
-    kept_names = {name for name, _ in result.kept}
-    entries = config.search_space.planner_scaling_policy
-    kept_entries = [entry for (name, _), entry in zip(config.search_space.scaling_policies(), entries) if name in kept_names]
-    data = config.to_data()
-    data["search_space"]["planner_scaling_policy"] = kept_entries
-    return SmartSearchConfig.from_mapping(data)
 
 
 def _predictor_winners(plan: Plan) -> tuple[dict[int, tuple[str, dict[str, Any]]], dict[str, Any]]:
@@ -173,8 +155,7 @@ def run_smart_search(
     """
     started = time.monotonic()
     plan = _as_plan(config)
-    config = _with_kept_policies(plan.config)
-    plan = Plan(config, plan.versions, plan.trace_sha256, plan.fingerprint)
+    config = plan.config
     folder = Path(results_dir) if results_dir is not None else Path("results") / plan.short_id
     journal = Journal(folder, plan.fingerprint) if write else None
     measured: dict[str, Candidate] = {candidate.key: candidate for candidate in (journal.load() if journal else [])}

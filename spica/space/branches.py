@@ -134,7 +134,7 @@ class ShapeAssessment:
     shape: WorkerShape
     rank_kv_tokens: int | None  # None: not asked (illegal shape) or no memory model
     kv_tokens: int | None  # the engine's pool: rank_kv_tokens × attention_dp
-    num_gpu_blocks: int | None  # kv_tokens // block_size, what Replay gets as num_gpu_blocks
+    num_gpu_blocks: int | None  # whole blocks per rank × attention_dp, what Replay gets
     exclusions: tuple[str, ...] = ()  # "code: detail"; code = a rule name, over_budget,
     # no_kv_room or kv_below_context
 
@@ -164,8 +164,24 @@ class RolePool:
 
 @dataclass(frozen=True, slots=True)
 class RoleCapacity:
+    """One worker's KV pool: per-rank tokens floored to whole blocks, × attention_dp ranks."""
+
     kv_tokens: int
     num_gpu_blocks: int
+
+    @classmethod
+    def of(cls, rank_tokens: int, block_size: int, attention_dp: int) -> "RoleCapacity":
+        blocks = rank_tokens // block_size * attention_dp
+        return cls(blocks * block_size, blocks)
+
+
+def worker_capacity(
+    model_name: str, system: str, backend: str, backend_version: str, shape: WorkerShape,
+    settings: capacity.MemorySettings, block_size: int,
+) -> RoleCapacity:
+    """A worker's KV pool at one role's own engine settings (the memory model, cached on disk)."""
+    rank = capacity.rank_capacities(model_name, system, backend, backend_version, settings, [shape])[shape]
+    return RoleCapacity.of(rank.tokens, block_size, shape.attention_dp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +244,7 @@ class ParallelConfig:
         return {pool.role: _pool_dict(pool) for pool in self.pools}
 
     def unrolled(self, backend: str) -> dict[str, Any]:
-        """Flat shape fields for one backend (UNROLLED.md); KV fields absent when unknown."""
+        """Flat shape fields for one backend (SPEC §4); KV fields absent when unknown."""
         fit = self.fit(backend)
         out: dict[str, Any] = {
             "deployment_mode": self.mode,
@@ -242,7 +258,7 @@ class ParallelConfig:
             out[f"{prefix}strategy"] = pool.shape.strategy
             out[f"{prefix}replicas"] = pool.replicas
             if cap is not None:
-                out[f"{pool.role}_kv_tokens"] = cap.kv_tokens
+                out[f"{pool.role}_kv_capacity_tokens"] = cap.kv_tokens
                 out[f"{pool.role}_num_gpu_blocks"] = cap.num_gpu_blocks
         return out
 
@@ -488,7 +504,7 @@ class _Enumerator:
                 yield ShapeAssessment(backend, role, shape, None, None, None)
             else:
                 rank = ranks[shape]
-                engine_tokens = rank.tokens * shape.attention_dp
+                pool = RoleCapacity.of(rank.tokens, block_size, shape.attention_dp)
                 exclusions: tuple[str, ...] = ()
                 if rank.error:
                     exclusions = (f"no_kv_room: memory model says {rank.error}",)
@@ -497,9 +513,7 @@ class _Enumerator:
                         f"kv_below_context: KV holds {rank.tokens} tokens per attention rank "
                         f"< context_length {self.context}",
                     )
-                yield ShapeAssessment(
-                    backend, role, shape, rank.tokens, engine_tokens, engine_tokens // block_size, exclusions
-                )
+                yield ShapeAssessment(backend, role, shape, rank.tokens, pool.kv_tokens, pool.num_gpu_blocks, exclusions)
 
     @staticmethod
     def _fit(

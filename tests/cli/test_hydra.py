@@ -23,10 +23,11 @@ def test_default_composition_is_the_embedded_search():
     config, app = compose([])
     space = config.search_space
     assert (space.model_name, space.hardware_sku, space.gpu_budget) == ("Qwen/Qwen3-32B-FP8", "h200_sxm", 8)
-    assert space.backend == ["vllm", "sglang"] and space.deployment_mode == ["agg", "disagg"]
+    assert space.backend == ["vllm", "sglang"] and space.deployment_mode == ["disagg", "agg"]
+    assert space.router_mode == ["round_robin"] and space.planner_scaling_policy == ["disabled"]
     assert config.workload.concurrency == 32 and config.goal.target == "throughput_per_gpu"
-    assert (config.sweep.max_rounds, config.sweep.per_round) == (4, 2)
-    assert app["results_dir"] is None and app["evaluation"]["executor"] == "local"
+    assert (config.sweep.max_rounds, config.sweep.per_round, config.sweep.random_seed) == (4, 2, 42)
+    assert app.results_dir is None and app.evaluation.executor == "local"
 
 
 def test_overrides_from_the_issue():
@@ -44,7 +45,7 @@ def test_trace_workload_with_plus_or_without():
 def test_trace_without_path_names_the_field():
     with pytest.raises(ConfigError) as info:
         compose(["workload=trace"])
-    assert info.value.lines == ["workload.trace_path: required; set it on the command line, e.g. workload.trace_path=..."]
+    assert info.value.lines[0] == "workload.trace_path: required; set it on the command line, e.g. workload.trace_path=..."
 
 
 def test_every_group_option_composes():
@@ -57,26 +58,58 @@ def test_every_group_option_composes():
             assert isinstance(config, SmartSearchConfig)
 
 
-def test_config_yaml_defaults_agree_with_the_schema():
-    """Every default spelled out in conf/config.yaml equals the schema's own default."""
-    from spica.config.schema import SearchSpace, Sweep
+EMBEDDED_CHOICES = {
+    # what conf/ deliberately sets otherwise than the schema, so that `spica` alone stays small
+    ("search_space", "gpu_budget"): 8,
+    ("search_space", "context_length"): 4096,
+    ("search_space", "prefill_max_num_seqs"): [1, 2, 4, 8],
+    ("search_space", "backend"): ["vllm", "sglang"],
+    ("search_space", "router_mode"): ["round_robin"],
+    ("search_space", "planner_scaling_policy"): ["disabled"],
+    ("sweep", "max_rounds"): 4,
+    ("sweep", "candidates_per_round"): 2,
+    ("sweep", "parallel_evals"): 2,
+    ("sweep", "random_seed"): 42,
+    ("goal", "target"): "throughput_per_gpu",
+}
 
-    conf = yaml.safe_load((CONF_DIR / "config.yaml").read_text())
-    for model, block in ((SearchSpace, "search_space"), (Sweep, "sweep")):
-        for name, value in conf[block].items():
-            if name in {"gpu_budget", "context_length"}:
-                continue  # the embedded search's own choices (budget 8, context 4096)
-            assert model.model_fields[name].default == value, name
+
+def test_conf_sets_only_the_embedded_searchs_own_choices():
+    """The schema owns every default: the composed default differs from it exactly where the
+    embedded search says so (a stale copy of a default in conf/ would show up here)."""
+    from spica.config.schema import OptimizationGoal, SearchSpace, SweepConfig
+
+    config, _ = compose([])
+    composed = config.model_dump(mode="json")
+    schema = {"search_space": SearchSpace, "goal": OptimizationGoal, "sweep": SweepConfig}
+    differing = {}
+    for block, model in schema.items():
+        for name, field in model.model_fields.items():
+            if field.is_required():
+                continue
+            default = model.model_validate({**{n: composed[block][n] for n in ("model_name", "hardware_sku") if block == "search_space"}}).model_dump(mode="json")[name]
+            if composed[block][name] != default:
+                differing[(block, name)] = composed[block][name]
+    assert differing == EMBEDDED_CHOICES
+
+
+def test_the_app_blocks_are_validated_like_the_rest():
+    with pytest.raises(ConfigError) as info:
+        compose(["+evaluation.max_paralel=3"])
+    assert info.value.lines == ["evaluation.max_paralel: unknown field; allowed: container_image, executor, max_parallel, slurm_partition"]
+    with pytest.raises(ConfigError) as info:
+        compose(["evaluation.executor=cloud"])
+    assert info.value.lines == ["evaluation.executor: 'cloud' is not one of local, slurm"]
 
 
 def test_plus_prefix_is_kept_for_non_groups():
-    assert normalise_overrides(["+workload=trace", "+foo.bar=1", "++sweep.seed=2"]) == ["workload=trace", "+foo.bar=1", "++sweep.seed=2"]
+    assert normalise_overrides(["+workload=trace", "+foo.bar=1", "++sweep.random_seed=2"]) == ["workload=trace", "+foo.bar=1", "++sweep.random_seed=2"]
 
 
 def test_plain_yaml_with_dotted_overrides(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     config, _ = config_from_file(str(SHARED / "scenarios" / "s1_dense_budget8.yaml"), ["sweep.seed=3"])
-    assert config.sweep.seed == 3 and config.search_space.model_name == "Qwen/Qwen3-32B-FP8"
+    assert config.sweep.random_seed == 3 and config.search_space.model_name == "Qwen/Qwen3-32B-FP8"
 
 
 def _spica(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -106,10 +139,18 @@ def test_bad_input_is_one_line_per_problem_without_traceback(tmp_path):
 
 def test_compile_writes_a_plan(tmp_path):
     out = tmp_path / "plan.yaml"
-    run = _spica("compile", "-o", str(out), "sweep.seed=5")
+    run = _spica("compile", "-o", str(out), "sweep.random_seed=5")
     assert run.returncode == 0, run.stderr
     plan = yaml.safe_load(out.read_text())
     assert plan["seed"] == 5 and len(plan["fingerprint"]) == 64
+
+
+def test_python_dash_m_spica_takes_upstreams_config_flag(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("search_space: {model_name: m, hardware_sku: h}\nworkload: {isl: 1, osl: 1, concurrency: 2}\n")
+    run = subprocess.run([sys.executable, "-m", "spica", "--config", str(config)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "workload: num_request_ratio is required for a synthetic workload" in run.stderr
 
 
 def test_run_plan_refuses_a_tampered_plan(tmp_path):

@@ -9,7 +9,7 @@ from spica.config import ConfigError, SmartSearchConfig, presets
 
 def config(**space):
     return SmartSearchConfig.from_mapping(
-        {"search_space": {"model_name": "m", "hardware_sku": "h", **space}, "workload": {"isl": 1, "osl": 1, "concurrency": 1}}
+        {"search_space": {"model_name": "m", "hardware_sku": "h", **space}, "workload": {"isl": 1, "osl": 1, "concurrency": 1, "num_request_ratio": 10}}
     )
 
 
@@ -30,17 +30,21 @@ def test_presets_resolve_to_their_fields():
 
 
 def test_dict_replaces_preset_without_merging():
-    policy = {"enable_throughput_scaling": False, "enable_load_scaling": True, "load_adjustment_interval_seconds": 30}
+    policy = {"enable_throughput_scaling": False, "enable_load_scaling": True,
+              "throughput_adjustment_interval_seconds": 600, "load_adjustment_interval_seconds": 30}
     space = config(planner_scaling_policy=["disabled", policy], planner_load_sensitivity=[{"load_scaling_down_sensitivity": 50, "load_min_observations": 2}]).search_space
     assert space.scaling_policies()[1] == ("custom_1", policy)
     assert space.load_sensitivities() == [("custom_0", {"load_scaling_down_sensitivity": 50, "load_min_observations": 2})]
 
 
-def test_predictor_dict_takes_family_fields_only():
+def test_predictor_dict_keeps_its_family_fields_and_ignores_the_others(config_warnings):
     space = config(load_predictor_candidates=[{"load_predictor": "kalman", "kalman_r": 3.0}, "arima_raw"]).search_space
     assert space.load_predictors()[0] == ("custom_0", {"load_predictor": "kalman", "kalman_r": 3.0})
-    assert error(load_predictor_candidates=[{"load_predictor": "arima", "kalman_r": 3.0}]) == (
-        "search_space.load_predictor_candidates[0]: unknown key 'kalman_r'; allowed: load_predictor, load_predictor_log1p"
+    space = config(load_predictor_candidates=[{"load_predictor": "arima", "kalman_r": 3.0}]).search_space
+    assert space.load_predictors()[0] == ("custom_0", {"load_predictor": "arima"})
+    assert "kalman_r does not apply to the arima predictor and is ignored" in config_warnings.text
+    assert error(load_predictor_candidates=[{"load_predictor": "arima", "window": 3}]).startswith(
+        "search_space.load_predictor_candidates[0]: unknown key 'window'; allowed: kalman_min_points,"
     )
     assert error(load_predictor_candidates=[{"load_predictor": "lstm"}]) == (
         "search_space.load_predictor_candidates[0]: load_predictor: 'lstm' is not one of constant, arima, prophet, kalman"
@@ -51,9 +55,10 @@ def test_predictor_dict_takes_family_fields_only():
     "space, expected",
     [
         ({"planner_scaling_policy": ["turbo"]}, "search_space.planner_scaling_policy[0]: 'turbo' is not one of disabled, throughput_180_5, throughput_600_5, load_180_5, load_180_10, hybrid_180_5, hybrid_600_5 (or a complete dict)"),
-        ({"planner_scaling_policy": [{"enable_throughput_scaling": True, "enable_load_scaling": False}]}, "search_space.planner_scaling_policy[0]: missing key 'throughput_adjustment_interval_seconds'; a dict entry must be complete: enable_load_scaling, enable_throughput_scaling, throughput_adjustment_interval_seconds"),
+        ({"planner_scaling_policy": [{"enable_throughput_scaling": True, "enable_load_scaling": False, "throughput_adjustment_interval_seconds": 60}]}, "search_space.planner_scaling_policy[0]: missing key 'load_adjustment_interval_seconds'; a dict entry must be complete: enable_load_scaling, enable_throughput_scaling, load_adjustment_interval_seconds, throughput_adjustment_interval_seconds"),
+        ({"planner_scaling_policy": [{"enable_throughput_scaling": True, "enable_load_scaling": False, "throughput_adjustment_interval_seconds": 0, "load_adjustment_interval_seconds": 5}]}, "search_space.planner_scaling_policy[0]: throughput_adjustment_interval_seconds: 0 must be a positive integer"),
         ({"planner_scaling_policy": [{"enable_throughput_scaling": False, "enable_load_scaling": False, "speed": 1}]}, "search_space.planner_scaling_policy[0]: unknown key 'speed'; allowed: enable_load_scaling, enable_throughput_scaling, load_adjustment_interval_seconds, throughput_adjustment_interval_seconds"),
-        ({"planner_scaling_policy": [{"enable_throughput_scaling": "yes", "enable_load_scaling": False}]}, "search_space.planner_scaling_policy[0]: enable_throughput_scaling: 'yes' must be true or false"),
+        ({"planner_scaling_policy": [{"enable_throughput_scaling": "yes", "enable_load_scaling": False, "throughput_adjustment_interval_seconds": 60, "load_adjustment_interval_seconds": 5}]}, "search_space.planner_scaling_policy[0]: enable_throughput_scaling: 'yes' must be true or false"),
         ({"planner_fpm_sampling": [{"max_num_fpm_samples": 64, "fpm_sample_bucket_size": 10}]}, "search_space.planner_fpm_sampling[0]: fpm_sample_bucket_size: 10 must be a perfect square (4, 16, 64, ...)"),
         ({"planner_fpm_sampling": ["tiny"]}, "search_space.planner_fpm_sampling[0]: 'tiny' is not one of small, default, large, fine (or a complete dict)"),
         ({"planner_load_sensitivity": [{"load_scaling_down_sensitivity": 150, "load_min_observations": 5}]}, "search_space.planner_load_sensitivity[0]: load_scaling_down_sensitivity: 150 must be an integer in 0..100"),

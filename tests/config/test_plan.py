@@ -13,7 +13,7 @@ from spica.plan import PlanError, compile_plan, load_plan
 def config():
     return SmartSearchConfig.from_mapping(
         {"search_space": {"model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm", "gpu_budget": 8},
-         "workload": {"isl": 1024, "osl": 128, "concurrency": 32}, "sweep": {"seed": 7}}
+         "workload": {"isl": 1024, "osl": 128, "concurrency": 32, "num_request_ratio": 10}, "sweep": {"random_seed": 7}}
     )
 
 
@@ -21,7 +21,9 @@ def test_round_trip_keeps_config_seed_and_versions(config, tmp_path):
     plan = compile_plan(config)
     path = plan.write(tmp_path / "plan.yaml")
     again = load_plan(path)
-    assert again.config == config
+    assert again.config == plan.config
+    # the policies its throughput goal cannot use are dropped at compile time, inside the fingerprint
+    assert plan.config.search_space.planner_scaling_policy == ["disabled", "load_180_5", "load_180_10"]
     assert again.seed == 7
     assert again.fingerprint == plan.fingerprint
     assert set(again.versions) >= {"spica", "ai-dynamo", "aiconfigurator", "google-vizier"}
@@ -66,4 +68,17 @@ def test_not_a_plan(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text("a: 1\n")
     with pytest.raises(PlanError, match="not a Spica plan"):
+        load_plan(path)
+
+
+def test_a_plan_holding_policies_its_goal_cannot_use_is_refused(config, tmp_path):
+    """Plans written before policies were filtered at compile time: recompile, never a silent change."""
+    path = compile_plan(config).write(tmp_path / "plan.yaml")
+    data = yaml.safe_load(path.read_text())
+    data["config"]["search_space"]["planner_scaling_policy"] = ["disabled", "throughput_180_5"]
+    from spica.plan import _fingerprint
+
+    data.pop("fingerprint")
+    path.write_text(yaml.safe_dump({"fingerprint": _fingerprint(data), **data}))
+    with pytest.raises(PlanError, match="holds policies its goal cannot use; recompile it"):
         load_plan(path)

@@ -71,7 +71,7 @@ def _role(role: str, tp: int, replicas: int, prefix_caching: bool, max_num_seqs:
         f"{role}_block_size": 64,
         f"{role}_gpu_memory_utilization": 0.9,
         f"{role}_enable_prefix_caching": prefix_caching,
-        f"{role}_kv_tokens": kv_tokens,
+        f"{role}_kv_capacity_tokens": kv_tokens,
         f"{role}_num_gpu_blocks": kv_tokens // 64,
     }
 

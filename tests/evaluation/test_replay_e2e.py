@@ -78,7 +78,7 @@ def test_shape_ais_cannot_time_fails_as_timing_model(agg_candidate):
 
 
 def test_requests_that_never_fit_give_no_samples(agg_candidate):
-    tiny_kv = agg_candidate(agg_kv_tokens=640, agg_num_gpu_blocks=10)
+    tiny_kv = agg_candidate(agg_kv_capacity_tokens=640, agg_num_gpu_blocks=10)
     outcome = run_replay(build_replay_call(tiny_kv, SMALL))
     assert (outcome.status, outcome.reason) == ("no_samples", "no_completed_requests")
     assert outcome.message == "none of 40 requests completed"
@@ -152,7 +152,7 @@ def test_host_offload_keeps_evicted_prefixes_reusable(agg_candidate):
     workload = WorkloadSpec(
         kind="synthetic", isl=1000, osl=20, request_count=300, request_rate=3.0, shared_prefix_ratio=0.75, num_prefix_groups=40
     )
-    small_gpu_cache = {"agg_kv_tokens": 200 * 64, "agg_num_gpu_blocks": 200}
+    small_gpu_cache = {"agg_kv_capacity_tokens": 200 * 64, "agg_num_gpu_blocks": 200}
     offload = {"num_g2_blocks": 20_000, "kv_bytes_per_token": 262144, "bandwidth_g1_to_g2_gbps": 30.0, "bandwidth_g2_to_g1_gbps": 30.0}
     reuse = {
         name: replay_ok(agg_candidate(replicas=1, **small_gpu_cache, **extra), workload)["prefix_cache_reused_ratio"]

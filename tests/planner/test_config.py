@@ -1,4 +1,4 @@
-"""Unrolled planner fields (UNROLLED.md) and the Replay PlannerConfig built from them."""
+"""Unrolled planner fields (docs/unrolled-candidate.md) and the Replay PlannerConfig built from them."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_disabled_policy_unrolls_to_flags_and_target_only():
     }
 
 
-def test_throughput_policy_carries_interval_fpm_and_the_winning_predictor_only():
+def test_throughput_policy_carries_both_intervals_fpm_sensitivity_and_the_winning_predictor():
     assert unrolled("throughput_600_5", "sla") == {
         "planner_scaling_policy": "throughput_600_5",
         "enable_throughput_scaling": True,
@@ -53,7 +53,10 @@ def test_throughput_policy_carries_interval_fpm_and_the_winning_predictor_only()
         "planner_optimization_target": "sla",
         "max_num_fpm_samples": 32,
         "fpm_sample_bucket_size": 4,
+        "load_scaling_down_sensitivity": 70,
+        "load_min_observations": 3,
         "throughput_adjustment_interval_seconds": 600,
+        "load_adjustment_interval_seconds": 5,
         "load_predictor": "kalman",
         "load_predictor_log1p": True,
         "kalman_q_level": 10.0,
@@ -63,7 +66,7 @@ def test_throughput_policy_carries_interval_fpm_and_the_winning_predictor_only()
     }
 
 
-def test_load_policy_carries_interval_fpm_and_sensitivity_but_no_predictor():
+def test_load_policy_carries_both_intervals_fpm_and_sensitivity_but_no_predictor():
     assert unrolled("load_180_10", "throughput") == {
         "planner_scaling_policy": "load_180_10",
         "enable_throughput_scaling": False,
@@ -71,16 +74,18 @@ def test_load_policy_carries_interval_fpm_and_sensitivity_but_no_predictor():
         "planner_optimization_target": "throughput",
         "max_num_fpm_samples": 32,
         "fpm_sample_bucket_size": 4,
+        "throughput_adjustment_interval_seconds": 180,
         "load_adjustment_interval_seconds": 10,
         "load_scaling_down_sensitivity": 70,
         "load_min_observations": 3,
     }
 
 
-def test_hybrid_policy_with_a_dict_predictor_gets_dynamo_family_defaults():
+def test_a_dict_policy_is_carried_as_given_and_a_dict_predictor_gets_dynamo_family_defaults():
+    policy = dict(PLANNER_SCALING_POLICIES["hybrid_180_5"])
     fields = unroll_planner_fields(
-        "custom_2",
-        PLANNER_SCALING_POLICIES["hybrid_180_5"],
+        policy,
+        policy,
         PLANNER_FPM_SAMPLING["default"],
         PLANNER_LOAD_SENSITIVITY["default"],
         "custom_0",
@@ -93,11 +98,15 @@ def test_hybrid_policy_with_a_dict_predictor_gets_dynamo_family_defaults():
         "load_predictor_log1p": False,
     }
     assert fields["load_adjustment_interval_seconds"] == 5 and fields["throughput_adjustment_interval_seconds"] == 180
+    assert fields["planner_scaling_policy"] == policy  # the entry as given: the dict itself
 
 
 def test_throughput_policy_without_a_predictor_winner_is_a_one_line_error():
     with pytest.raises(ValueError, match=r"^planner_scaling_policy throughput_180_5: no load predictor chosen for its 180 s throughput interval$"):
-        unroll_planner_fields("throughput_180_5", PLANNER_SCALING_POLICIES["throughput_180_5"], PLANNER_FPM_SAMPLING["default"], {}, None, {}, "sla")
+        unroll_planner_fields(
+            "throughput_180_5", PLANNER_SCALING_POLICIES["throughput_180_5"], PLANNER_FPM_SAMPLING["default"],
+            PLANNER_LOAD_SENSITIVITY["default"], None, {}, "sla",
+        )
 
 
 def test_the_deployed_planner_is_the_replayed_one():
@@ -131,6 +140,9 @@ def test_agg_throughput_config_for_replay():
         "max_num_fpm_samples": 32,
         "fpm_sample_bucket_size": 4,
         "throughput_adjustment_interval_seconds": 180,
+        "load_adjustment_interval_seconds": 5,
+        "load_scaling_down_sensitivity": 70,
+        "load_min_observations": 3,
         "load_predictor": "kalman",
         "kalman_min_points": 3,
         "kalman_q_level": 10.0,

@@ -31,7 +31,7 @@ def test_goal_maps_to_planner_target(goal, target):
 
 
 def test_unknown_goal_target_is_a_one_line_error():
-    with pytest.raises(ValueError, match=r"^goal.target: 'fastest' is not one of e2e_latency, goodput, "):
+    with pytest.raises(ValueError, match=r"^goal.target: 'fastest' is not one of throughput, throughput_per_gpu, "):
         optimization_target("fastest")
 
 

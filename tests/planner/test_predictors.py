@@ -65,8 +65,8 @@ def test_synthetic_workload_pins_constant_last_for_every_interval():
     result = predictor_sub_sweep(None, [180, 600], presets(FAST))
     assert result.reason == "static_workload_constant"
     assert {s: (c.winner, c.reason, dict(c.winner_fields)) for s, c in result.intervals.items()} == {
-        180: ("constant_last", "static_workload_constant", {"load_predictor": "constant"}),
-        600: ("constant_last", "static_workload_constant", {"load_predictor": "constant"}),
+        180: ("constant_last", "static_workload_constant", {"load_predictor": "constant", "load_predictor_log1p": False}),
+        600: ("constant_last", "static_workload_constant", {"load_predictor": "constant", "load_predictor_log1p": False}),
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spica.config import SmartSearchConfig
+from spica.config import SmartSearchConfig, presets
 from spica.search.branches import branches_for
 from spica.search.dimensions import branch_knobs, knob_params, knob_values
 from spica.search.unroll import candidate_key, unroll
@@ -13,8 +13,8 @@ from spica.search.unroll import candidate_key, unroll
 def config(space=None, workload=None, goal=None) -> SmartSearchConfig:
     return SmartSearchConfig.from_mapping({
         "search_space": {"model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm", "gpu_budget": 2,
-                         "context_length": 4096, **(space or {})},
-        "workload": workload or {"isl": 512, "osl": 64, "concurrency": 8},
+                         "context_length": 4096, "planner_scaling_policy": ["disabled"], **(space or {})},
+        "workload": workload or {"isl": 512, "osl": 64, "concurrency": 8, "num_request_ratio": 10},
         "goal": goal or {"target": "throughput"},
     })
 
@@ -45,6 +45,18 @@ def test_planner_dimensions_follow_the_kept_policies():
     load = config({"planner_scaling_policy": ["disabled", "load_180_5"], "planner_fpm_sampling": ["small", "large"],
                    "planner_load_sensitivity": ["aggressive", "default"]})
     assert {"planner_scaling_policy", "planner_fpm_sampling", "planner_load_sensitivity"} <= set(searched(load))
+    # any scaling policy runs a Planner, which reads both its sampling and its sensitivity (upstream)
+    throughput = config({"planner_scaling_policy": ["throughput_180_5"], "planner_load_sensitivity": ["aggressive", "default"]},
+                        goal={"target": "goodput", "sla": {"ttft_ms": 500, "itl_ms": 30}})
+    assert "planner_load_sensitivity" in searched(throughput)
+
+
+def test_the_upstream_defaults_search_every_planner_preset_only_when_the_goal_can_use_them():
+    from spica.plan import with_usable_policies
+
+    cfg = with_usable_policies(config({"planner_scaling_policy": list(presets.PLANNER_SCALING_POLICIES)}))
+    assert [name for name, _ in cfg.search_space.scaling_policies()] == ["disabled", "load_180_5", "load_180_10"]
+    assert {"planner_scaling_policy", "planner_fpm_sampling", "planner_load_sensitivity"} <= set(searched(cfg))
 
 
 def test_disagg_searches_role_knobs_only():
@@ -54,7 +66,7 @@ def test_disagg_searches_role_knobs_only():
 
 
 def test_pareto_concurrency_list_is_a_dimension():
-    cfg = config(workload={"isl": 512, "osl": 64, "concurrency": [4, 32]}, goal={"target": "pareto"})
+    cfg = config(workload={"isl": 512, "osl": 64, "concurrency": [4, 32], "num_request_ratio": 10}, goal={"target": "pareto"})
     assert "concurrency" in searched(cfg)
 
 
@@ -69,24 +81,36 @@ def test_unrolled_round_robin_candidate_has_no_router_weights(agg_branch):
     knobs = branch_knobs(cfg, "agg")
     values = knob_values(knobs, {"agg_max_num_batched_tokens": 8192, "agg_max_num_seqs": 256, "router_mode": "round_robin",
                                  "overlap_score_credit": 0.5, "prefill_load_scale": 1.0, "router_temperature": 0.2})
-    candidate = unroll(cfg, branch.configs[0], branch.context_length, "vllm", values, {})
-    assert candidate["router_mode"] == "round_robin"
-    assert not {"overlap_score_credit", "prefill_load_scale", "router_temperature"} & set(candidate)
+    candidate = unroll(cfg, branch, branch.configs[0], "vllm", values, {})
+    assert candidate["router_mode"] == "round_robin" and candidate["deployment_mode"] == "agg"
+    assert not {"overlap_score_credit", "prefill_load_scale", "router_temperature", "no_admission_control"} & set(candidate)
     assert candidate["planner_scaling_policy"] == "disabled" and "max_num_fpm_samples" not in candidate
-    assert candidate["agg_num_gpu_blocks"] == candidate["agg_kv_tokens"] // 64
+    assert candidate["agg_num_gpu_blocks"] == candidate["agg_kv_capacity_tokens"] // 64
     assert candidate["backend_version"] and candidate["concurrency"] == 8
+    # pinned scalars as given (upstream's nulls included)
+    assert (candidate["min_gpu_budget"], candidate["min_endpoint"], candidate["aic_nextn"]) == (None, None, None)
     # the weights cannot change a round_robin replay, so they cannot change its identity either
-    other = unroll(cfg, branch.configs[0], branch.context_length, "vllm", {**values, "overlap_score_credit": 1.0}, {})
+    other = unroll(cfg, branch, branch.configs[0], "vllm", {**values, "overlap_score_credit": 1.0}, {})
     assert candidate_key(other) == candidate_key(candidate)
 
 
-def test_kv_load_concurrency_is_derived_from_capacity():
+def test_kv_load_concurrency_is_derived_from_the_candidates_own_capacity():
     cfg = config({"deployment_mode": ["agg"], "router_mode": ["round_robin"]},
-                 workload={"isl": 2048, "osl": 512, "kv_load_ratio": 0.5})
+                 workload={"isl": 2048, "osl": 511, "kv_load_ratio": 0.5, "num_request_ratio": 10})
     branch = branches_for(cfg)[0]
-    parallel = branch.configs[0]
-    knobs = knob_values(branch_knobs(cfg, "agg"), {"agg_max_num_batched_tokens": 8192, "agg_max_num_seqs": 256})
-    candidate = unroll(cfg, parallel, branch.context_length, "vllm", knobs, {})
-    capacity = candidate["agg_kv_tokens"] * candidate["replicas"]
-    assert candidate["concurrency"] == int(0.5 * capacity // (2048 + 256))
-    assert candidate["kv_load_ratio"] == 0.5
+    parallel = next(c for c in branch.configs if c.pool("agg").replicas == 2)
+    knobs = branch_knobs(cfg, "agg")
+
+    def candidate(batched_tokens: int, ratio: float | None = None) -> dict:
+        values = knob_values(knobs, {"agg_max_num_batched_tokens": batched_tokens, "agg_max_num_seqs": 256})
+        return unroll(cfg, branch, parallel, "vllm", values, {}, ratio)
+
+    small, large = candidate(8192), candidate(32768)
+    # a smaller batch leaves more memory for KV: each candidate carries its own capacity
+    assert small["agg_kv_capacity_tokens"] > large["agg_kv_capacity_tokens"] == parallel.kv_tokens("vllm", "agg")
+    assert small["agg_kv_capacity_tokens"] == small["agg_num_gpu_blocks"] * 64
+    tokens = small["agg_kv_capacity_tokens"] * 2
+    fit = tokens // (2048 + 511 // 2)
+    assert small["kv_load_capacity_tokens"] == tokens and small["kv_load_concurrency_capacity"] == fit
+    assert small["concurrency"] == max(1, int(0.5 * fit)) and small["kv_load_ratio"] == 0.5
+    assert candidate(8192, 0.0)["concurrency"] == 1  # ratio 0: one request in flight

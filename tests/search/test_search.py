@@ -19,10 +19,11 @@ def small(**overrides) -> SmartSearchConfig:
             "model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm", "gpu_budget": 4,
             "context_length": 4096, "deployment_mode": ["agg"], "backend": ["vllm"],
             "agg_max_num_batched_tokens": [8192], "agg_max_num_seqs": [64],
+            "router_mode": ["round_robin"], "planner_scaling_policy": ["disabled"],
         },
         "workload": {"isl": 512, "osl": 32, "concurrency": 8, "num_request_ratio": 3},
         "goal": {"target": "throughput_per_gpu"},
-        "sweep": {"max_rounds": 3, "candidates_per_round": 2, "parallel_evals": 1, "seed": 3, "designer": "quasi_random"},
+        "sweep": {"max_rounds": 3, "candidates_per_round": 2, "parallel_evals": 1, "random_seed": 3, "designer": "quasi_random"},
     }
     for block, fields in overrides.items():
         data[block].update(fields)
@@ -62,14 +63,29 @@ def test_search_ranks_feasible_candidates_best_first(tmp_path):
     assert (tmp_path / "deploy").is_dir()
 
 
-def test_failures_are_told_as_infeasible_not_low_scores(tmp_path):
+def test_overruns_are_told_as_infeasible_exceed_runtime_not_low_scores(tmp_path):
     # 4,000 requests take well over 5 ms to replay: every candidate exceeds its cap
-    config = small(workload={"num_request_ratio": 500}, sweep={"candidate_timeout_s": 0.005})
+    config = small(workload={"num_request_ratio": 500}, sweep={"max_eval_seconds": 0.005})
     results = run_smart_search(config, results_dir=tmp_path)
     assert list(results) == []
-    assert {candidate.status for candidate in results.ledger} == {"failed"}
-    assert all(candidate.reason.startswith("time_cap") and candidate.score is None for candidate in results.ledger)
-    assert results.tallies["failed"] == len(results.ledger) > 0
+    assert {candidate.status for candidate in results.ledger} == {"infeasible"}
+    assert all(candidate.reason.startswith("exceed runtime") and candidate.score is None for candidate in results.ledger)
+    assert results.tallies["infeasible"] == len(results.ledger) > 0
+
+
+def test_a_plan_written_by_a_search_runs_as_is(tmp_path):
+    """Policies the goal cannot use are dropped before the plan is fingerprinted, so the plan.yaml
+    in the results folder is the plan that ran, and `spica run-plan` accepts it unchanged."""
+    from spica.plan import load_plan
+
+    config = small(search_space={"planner_scaling_policy": ["disabled", "throughput_180_5"]})
+    results = run_smart_search(config, results_dir=tmp_path)
+    plan = load_plan(tmp_path / "plan.yaml")
+    assert plan.fingerprint == results.plan.fingerprint
+    assert plan.config.search_space.planner_scaling_policy == ["disabled"]
+    pool = CountingPool()
+    again = run_smart_search(plan, results_dir=tmp_path, pool=pool)
+    assert pool.replayed == [] and [c.key for c in again.ledger] == [c.key for c in results.ledger]
 
 
 def test_same_plan_and_seed_give_the_same_ledger(tmp_path):
@@ -93,7 +109,16 @@ def test_pareto_goal_returns_the_front_with_a_swept_concurrency(tmp_path):
     assert front, "a front has at least one point"
     users = [c.objectives["throughput_per_user"] for c in front]
     assert users == sorted(users)  # sorted along the last objective
+    assert [c.score for c in front] == [c.objectives["throughput_per_gpu"] for c in front]  # its first objective
     assert {c.unrolled["concurrency"] for c in front.ledger} <= {2, 16}
+
+
+def test_a_front_is_sorted_by_the_raw_last_objective_even_when_it_is_minimised(tmp_path):
+    config = small(workload={"concurrency": [1, 4, 16]}, sweep={"max_rounds": 4},
+                   goal={"target": "pareto", "pareto_objectives": ["throughput_per_gpu", "e2e_latency"]})
+    front = run_smart_search(config, results_dir=tmp_path)
+    latencies = [c.objectives["e2e_latency"] for c in front]
+    assert len(front) >= 2 and latencies == sorted(latencies)
 
 
 def test_planner_scale_down_is_credited_on_the_real_trace(tmp_path, shared_dir):

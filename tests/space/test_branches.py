@@ -232,7 +232,7 @@ def test_single_pin_round_trips_and_unrolls(qwen_branches: tuple) -> None:
         "backend_version": capacity.perf_data_version("h200_sxm", "sglang"),
         "used_gpus": 4,
         "tp": 2, "pp": 1, "attention_dp": 1, "moe_tp": 1, "moe_ep": 1, "strategy": "tp", "replicas": 2,
-        "agg_kv_tokens": config.kv_tokens("sglang", "agg"),
+        "agg_kv_capacity_tokens": config.kv_tokens("sglang", "agg"),
         "agg_num_gpu_blocks": config.kv_tokens("sglang", "agg") // 64,
     }
 
@@ -246,10 +246,10 @@ def test_disagg_config_unrolls_with_role_prefixes(qwen_branches: tuple) -> None:
     }
     flat = config.unrolled("vllm")
     assert flat["used_gpus"] == 5 and flat["prefill_strategy"] == "tp" and flat["decode_replicas"] == 3
-    assert flat["decode_num_gpu_blocks"] == flat["decode_kv_tokens"] // 64
+    assert flat["decode_num_gpu_blocks"] == flat["decode_kv_capacity_tokens"] // 64
     assert {k for k in flat if k.startswith("prefill_")} == {
         f"prefill_{k}" for k in ("tp", "pp", "attention_dp", "moe_tp", "moe_ep", "strategy", "replicas",
-                                 "kv_tokens", "num_gpu_blocks")
+                                 "kv_capacity_tokens", "num_gpu_blocks")
     }
 
 

@@ -1,0 +1,74 @@
+"""Spica's own blocks beside the SmartSearchConfig, and every default as one Hydra node.
+
+The `spica` command composes `conf/` on top of `schema_defaults()`: the pydantic models here
+and in `schema.py` own every default, and `conf/` holds only what the embedded default search
+(or a group option) deliberately sets otherwise. The app blocks are validated like the rest:
+a typo such as `evaluation.max_paralel=3` is an error, never ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ValidationError
+
+from spica.config.errors import ConfigError, format_validation_error
+from spica.config.schema import LOAD_FIELDS, OptimizationGoal, PositiveInt, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
+
+
+class EvaluationSettings(_Frozen):
+    """Where candidate replays run; not part of a plan (it never changes a score)."""
+
+    executor: Literal["local", "slurm"] = "local"
+    slurm_partition: str | None = None  # null: the cluster's default partition
+    max_parallel: PositiveInt = 16  # slurm: array tasks running at once
+    container_image: str | None = None  # slurm: run each evaluation inside this image (podman)
+
+
+class AppSettings(_Frozen):
+    """The command's own keys: where results go and how evaluations are executed."""
+
+    results_dir: str | None = None  # null: Hydra's run directory
+    evaluation: EvaluationSettings = EvaluationSettings()
+
+
+APP_KEYS = tuple(AppSettings.model_fields)
+
+
+def split_app_settings(data: Mapping[str, Any]) -> tuple[SmartSearchConfig, AppSettings]:
+    """Validate a composed config: the SmartSearchConfig blocks and the app's own, every
+    problem as one line (both halves are checked before either error is raised)."""
+    data = dict(data)
+    app_data = {key: data.pop(key) for key in APP_KEYS if key in data}
+    lines: list[str] = []
+    app = None
+    try:
+        app = AppSettings.model_validate(app_data)
+    except ValidationError as exc:
+        lines += format_validation_error(exc, AppSettings)
+    try:
+        config = SmartSearchConfig.from_mapping(data)
+    except ConfigError as exc:
+        raise ConfigError(exc.lines + lines) from None
+    if app is None:
+        raise ConfigError(lines)
+    return config, app
+
+
+def _defaults(model: type[BaseModel]) -> dict[str, Any]:
+    values = {name: field.get_default(call_default_factory=True) for name, field in model.model_fields.items() if not field.is_required()}
+    return json.loads(json.dumps(values, default=lambda value: value.model_dump(mode="json")))
+
+
+def schema_defaults() -> dict[str, Any]:
+    """Every default of the schema as plain data (Hydra's base node; nulls included). The fields
+    that choose the kind of traffic are left to the `workload` group, which sets exactly one."""
+    workload = {name: value for name, value in _defaults(Workload).items() if name not in LOAD_FIELDS}
+    return {
+        "search_space": _defaults(SearchSpace),
+        "workload": workload,
+        "goal": _defaults(OptimizationGoal),
+        "sweep": _defaults(SweepConfig),
+        **_defaults(AppSettings),
+    }
