@@ -22,10 +22,10 @@ Flag names are those of the parsers the 1.6.1 runtime images run, checked by tes
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Iterable, Mapping
-
-from dynamo.profiler.utils.config_modifiers.vllm import DEFAULT_VLLM_KV_TRANSFER_CONFIG
 
 SGLANG_BOOTSTRAP_PORT = 12345  # dynamo/profiler/templates/dgd/sglang/disagg.yaml
 KVBM = {"kv_connector": "DynamoConnector", "kv_connector_module_path": "kvbm.vllm_integration.connector", "kv_role": "kv_both"}
@@ -38,6 +38,16 @@ ROUTER_FLAGS = (
     ("disk_cache_hit_weight", "--router-disk-cache-hit-weight"),
     ("router_queue_threshold", "--router-queue-threshold"),
 )
+
+
+def profiler_modules() -> tuple[ModuleType, ModuleType]:
+    """Dynamo's profiler config modifiers and DGD helpers. They import transformers and Dynamo's
+    planner (seconds): loaded when the first manifest is built, not when Spica starts."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found" notice
+    from dynamo.profiler.utils import config as dgd
+    from dynamo.profiler.utils import config_modifiers
+
+    return config_modifiers, dgd
 
 
 @dataclass(frozen=True)
@@ -126,7 +136,8 @@ def _vllm_kv_transfer(pool: Pool, worker: Worker) -> dict[str, Any] | None:
     PdConnector, composed as `dynamo/vllm/args.py` does (its children inherit the engine id)."""
     if not pool.disaggregated:
         return KVBM if worker.host_blocks else None
-    nixl = json.loads(DEFAULT_VLLM_KV_TRANSFER_CONFIG[pool.role])
+    config_modifiers, _ = profiler_modules()
+    nixl = json.loads(config_modifiers.vllm.DEFAULT_VLLM_KV_TRANSFER_CONFIG[pool.role])
     transfer = nixl
     if worker.host_blocks:
         transfer = {

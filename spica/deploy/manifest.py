@@ -54,17 +54,6 @@ def _quiet_profiler() -> Iterator[None]:
             logger.setLevel(level)
 
 
-def _modules() -> tuple[Any, Any]:
-    """Dynamo's config modifiers and DGD helpers (they import transformers: loaded on first use)."""
-    import os
-
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found" notice
-    from dynamo.profiler.utils import config as dgd
-    from dynamo.profiler.utils.config_modifiers import CONFIG_MODIFIERS
-
-    return CONFIG_MODIFIERS, dgd
-
-
 def gpus_per_node(hardware_sku: str) -> int:
     from aiconfigurator.sdk.perf_database import load_system_spec
 
@@ -140,13 +129,13 @@ def dynamo_manifest(
     args = {role: flags.ENGINE_ARGS[backend](pool, workers[role]) for role, pool in pools.items()}
     frontend = flags.frontend_args(u)
 
-    modifiers, dgd = _modules()
+    config_modifiers, dgd = flags.profiler_modules()
     workers_kwargs: dict[str, Any] = {}
     for role in ROLES[mode]:
         workers_kwargs.update({f"{role}_cli_args": args[role], f"{role}_replicas": pools[role].replicas, f"{role}_gpus": placements[role][0]})
     cache = settings.model_cache_pvc
     with _quiet_profiler():
-        built = modifiers[backend].build_dgd_config(
+        built = config_modifiers.CONFIG_MODIFIERS[backend].build_dgd_config(
             mode=mode,
             model_name=u["model_name"],
             image=settings.image(RUNTIME_IMAGES[backend]),
