@@ -124,7 +124,8 @@ def test_a_broken_manifest_is_caught_by_the_same_checks(dgd_validator, worker_pa
     half_gpu = broken(manifest, lambda m: main_container(first_worker(m))["resources"]["limits"].update({"nvidia.com/gpu": 0.5}))
     text_nodes = broken(manifest, lambda m: first_worker(m)["multinode"].update(nodeCount="2"))
     nested_typo = broken(manifest, lambda m: main_container(first_worker(m)).update(envFrm=[]))
-    for document in (typo, half_gpu, text_nodes, nested_typo):
+    alpha_gpus = broken(manifest, lambda m: first_worker(m).update(resources={"limits": {"gpu": 2}}))  # v1alpha1's int GPU count
+    for document in (typo, half_gpu, text_nodes, nested_typo, alpha_gpus):
         assert not dgd_validator.is_valid(document)
     with pytest.raises(jsonschema.ValidationError, match="'replica' was unexpected"):
         dgd_validator.validate(typo)
