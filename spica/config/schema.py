@@ -562,8 +562,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
 
-MAX_YAML_ALIASES = 100
-"""More aliases than a hand-written config uses; few enough that a 'billion laughs' file is refused."""
+MAX_YAML_NODES = 100_000
+"""Far more values than a config holds, once aliases are expanded: a 'billion laughs' file,
+whose few lines expand to 10^9 values, is refused before anything walks it."""
 
 
 def load_yaml(path: str | Path) -> Any:
@@ -579,8 +580,8 @@ def load_yaml(path: str | Path) -> Any:
     except OSError as exc:
         raise ConfigError([f"{path}: cannot be read: {exc.strerror}"]) from None
     try:
-        if text.count("*") > MAX_YAML_ALIASES and sum(1 for _ in _aliases(text)) > MAX_YAML_ALIASES:
-            raise ConfigError([f"{path}: more than {MAX_YAML_ALIASES} YAML aliases; a config needs far fewer"])
+        if "*" in text and _expanded_size(yaml.compose(text, Loader=yaml.SafeLoader)) > MAX_YAML_NODES:
+            raise ConfigError([f"{path}: its aliases expand to more than {MAX_YAML_NODES:,} values; a config needs far fewer"])
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -588,5 +589,20 @@ def load_yaml(path: str | Path) -> Any:
         raise ConfigError([f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"]) from None
 
 
-def _aliases(text: str) -> Any:
-    return (event for event in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(event, yaml.AliasEvent))
+def _expanded_size(root: yaml.Node | None) -> int:
+    """How many values the document holds with every alias expanded (aliases share nodes)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            sizes[id(node)] = 1  # a node that (recursively) holds itself counts once
+            if isinstance(node, yaml.MappingNode):
+                children = [child for pair in node.value for child in pair]
+            elif isinstance(node, yaml.SequenceNode):
+                children = node.value
+            else:
+                children = []
+            sizes[id(node)] = min(MAX_YAML_NODES + 1, 1 + sum(size(child) for child in children))
+        return sizes[id(node)]
+
+    return size(root) if root is not None else 0
