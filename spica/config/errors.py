@@ -73,6 +73,10 @@ def _message(error: dict[str, Any], root: type[BaseModel] | None) -> str:
     if kind == "extra_forbidden":
         allowed = _allowed_fields(root, loc[:-1])
         return "unknown field" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+    if kind in {"model_type", "model_attributes_type", "dict_type"}:
+        allowed = _allowed_fields(root, loc)
+        shown = f"{value!r} " if value is not None else ""
+        return f"{shown}must be a mapping" + (f" of {', '.join(allowed)}" if allowed else "")
     if kind == "missing":
         return "required field is missing"
     if kind in {"value_error", "assertion_error"}:
