@@ -96,7 +96,7 @@ def main() -> None:
     report: dict[str, dict] = {}
     for name in args.scenarios:
         base = load(name)
-        runs = [measure_in_new_process(name, seed=base.sweep.seed + offset) for offset in range(args.seeds)]
+        runs = [measure_in_new_process(name, random_seed=base.sweep.random_seed + offset) for offset in range(args.seeds)]
         entry: dict = {"runs": runs, "grid_candidates": grid_size(base)}
         for key in ("wall_seconds", "optimizer_share", "optimizer_total_share", "unique_replays", "cache_hits"):
             entry[f"median_{key}"] = statistics.median(run[key] for run in runs)

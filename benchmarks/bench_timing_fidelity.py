@@ -68,7 +68,7 @@ def qwen3_32b_candidate(
                 f"{role}_max_num_seqs": 8 if role == "prefill" else 256,
                 f"{role}_block_size": 64,
                 f"{role}_enable_prefix_caching": role != "decode",
-                f"{role}_kv_tokens": kv_tokens,
+                f"{role}_kv_capacity_tokens": kv_tokens,
                 f"{role}_num_gpu_blocks": kv_tokens // 64,
             }
         )
