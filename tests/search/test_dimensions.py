@@ -114,3 +114,16 @@ def test_kv_load_concurrency_is_derived_from_the_candidates_own_capacity():
     assert small["kv_load_capacity_tokens"] == tokens and small["kv_load_concurrency_capacity"] == fit
     assert small["concurrency"] == max(1, int(0.5 * fit)) and small["kv_load_ratio"] == 0.5
     assert candidate(8192, 0.0)["concurrency"] == 1  # ratio 0: one request in flight
+
+
+def test_a_pool_that_holds_no_request_is_infeasible_before_any_replay():
+    from spica.evaluation.evaluate import evaluate
+    from spica.search.unroll import kv_load_fields
+
+    cfg = config({"deployment_mode": ["agg"]}, workload={"isl": 60000, "osl": 2000, "kv_load_ratio": 0.5, "num_request_ratio": 10})
+    unrolled = {"deployment_mode": "agg", "agg_kv_capacity_tokens": 40000, "replicas": 1, "used_gpus": 1}
+    unrolled.update(kv_load_fields(cfg, unrolled, 0.5))
+    assert (unrolled["kv_load_concurrency_capacity"], unrolled["concurrency"]) == (0, 1)
+    outcome = evaluate(cfg, unrolled)
+    assert outcome.status == "infeasible"
+    assert outcome.reason == "kv_capacity: the pool holds 40000 KV tokens, less than one request (isl + osl // 2 = 61000)"
