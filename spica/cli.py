@@ -115,7 +115,7 @@ def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir:
     pool = evaluation_pool(app.evaluation, results_dir)
     try:
         with _resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
-            run_smart_search(config, results_dir=results_dir, pool=pool, progress=True)
+            run_smart_search(config, results_dir=results_dir, pool=pool, progress=True, deploy=app.deploy)
     finally:
         if pool is not None:
             pool.close()

@@ -14,6 +14,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ValidationError
 
 from spica.config.errors import ConfigError, format_validation_error
+from spica.deploy.settings import DeploySettings
 from spica.config.schema import LOAD_FIELDS, OptimizationGoal, PositiveInt, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
 
 
@@ -27,10 +28,11 @@ class EvaluationSettings(_Frozen):
 
 
 class AppSettings(_Frozen):
-    """The command's own keys: where results go and how evaluations are executed."""
+    """The command's own keys: where results go, how evaluations are executed, how manifests deploy."""
 
     results_dir: str | None = None  # null: Hydra's run directory
     evaluation: EvaluationSettings = EvaluationSettings()
+    deploy: DeploySettings = DeploySettings()  # the manifests' cluster side (spica/deploy/settings.py)
 
 
 APP_KEYS = tuple(AppSettings.model_fields)
