@@ -126,3 +126,12 @@ def test_yaml_round_trips_and_errors_name_the_field() -> None:
         dynamo_manifest(chosen, sla=SLA, name="Best_One")
     with pytest.raises(ValueError, match=r"^a worker of 9 GPUs cannot be split evenly over 2 nodes of 8 GPUs$"):
         dynamo_manifest(candidate(unrolled("agg", "vllm", "off", False, False) | {"tp": 9}))
+
+
+def test_the_deploy_block_composes_and_validates_with_the_app() -> None:
+    from spica.cli import compose
+
+    _, app = compose(["deploy.namespace=prod", "deploy.model_cache_pvc=null"])
+    assert (app.deploy.namespace, app.deploy.model_cache_pvc, app.deploy.hf_token_secret) == ("prod", None, "hf-token-secret")
+    with pytest.raises(ConfigError, match=r"deploy\.worker_memory_gib: -1: input should be greater than 0"):
+        compose(["deploy.worker_memory_gib=-1"])
