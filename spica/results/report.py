@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -25,6 +26,7 @@ from spica.results.ledger import Candidate, write_ledger
 from spica.results.plot import plot_results
 
 DEPLOY_TOP_N = 5
+log = logging.getLogger(__name__)
 
 
 def _selected(plan: Plan, best: Sequence[Candidate]) -> list[Candidate]:
@@ -55,10 +57,15 @@ def write_results(
         pareto=config.goal.target == "pareto",
         title=f"{config.search_space.model_name} on {config.search_space.hardware_sku} — {config.goal.target}",
     )
+    undeployable: dict[str, str] = {}
     for index, candidate in enumerate(selected, 1):
         target = folder / "deploy" / f"{index:02d}-{candidate.key}"
         target.mkdir(parents=True, exist_ok=True)
-        (target / "dynamo.yaml").write_text(manifest_yaml(candidate, deploy, sla=config.goal.sla))
+        try:
+            (target / "dynamo.yaml").write_text(manifest_yaml(candidate, deploy, sla=config.goal.sla))
+        except ValueError as exc:  # scored, but its engine would refuse it (e.g. TRT-LLM's token/block rule)
+            undeployable[candidate.key] = str(exc)
+            log.warning("%s: no manifest: %s", target.name, exc)
         (target / "replay.json").write_text(json.dumps(candidate.replay_input, indent=1, default=str))
     summary = {
         "plan_fingerprint": plan.fingerprint,
@@ -68,6 +75,7 @@ def write_results(
         "branches": [{"mode": branch.mode, "backends": list(branch.backends), "configs": len(branch.configs)} for branch in branches],
         "predictor_sub_sweep": dict(predictor_report),
         "engine_versions": engine_versions(candidate.unrolled for candidate in selected),
+        "undeployable": undeployable,
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return folder
