@@ -2,8 +2,9 @@
 v1beta1 openAPIV3Schema (../shared/dynamo, read-only beside the repo) made strict the way the
 API server's structural pruning is (an object without `x-kubernetes-preserve-unknown-fields`
 takes no unknown field), and Dynamo 1.6.1's argument parsers for the frontend, the Planner's
-`--config` and the workers' Dynamo-side flags. vLLM's and SGLang's engine parsers are not
-installed here: their engine-native flags are what `parse_known_args` leaves over."""
+`--config` and the workers' Dynamo-side flags. vLLM's and SGLang's engine-native flags (what
+`parse_known_args` leaves over here) are parsed by the real engines in test_engine_parsers.py,
+which runs them in their own venv."""
 
 from __future__ import annotations
 
