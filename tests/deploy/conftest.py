@@ -9,34 +9,13 @@ which runs them in their own venv."""
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 import types
-import warnings
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
-
-SCHEMA = Path(__file__).resolve().parents[2] / ".." / "shared" / "dynamo" / "dgd_v1beta1.schema.json"
-SLA = SimpleNamespace(ttft_ms=500.0, itl_ms=30.0, e2e_ms=None)
-
-
-def strict(schema: Any) -> Any:
-    """The schema with `additionalProperties: false` wherever Kubernetes would prune unknown fields,
-    and `x-kubernetes-int-or-string` as integer-or-string."""
-    if isinstance(schema, list):
-        return [strict(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {key: strict(value) for key, value in schema.items()}
-    if out.get("x-kubernetes-int-or-string") and "type" not in out and "anyOf" not in out:
-        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-    if out.get("type") == "object" and "properties" in out and not out.get("x-kubernetes-preserve-unknown-fields"):
-        out.setdefault("additionalProperties", False)
-    return out
+from dgd_checks import SCHEMA, strict
 
 
 @pytest.fixture(scope="session")
@@ -114,44 +93,3 @@ def worker_parser() -> Callable[[str], argparse.ArgumentParser]:
         return parser
 
     return build
-
-
-def parse_frontend(args: list[str]) -> Any:
-    """Dynamo's frontend config from a Frontend container's args (after `-m dynamo.frontend`)."""
-    from dynamo.frontend.frontend_args import FrontendArgGroup, FrontendConfig
-
-    parser = argparse.ArgumentParser(allow_abbrev=False, exit_on_error=False)
-    FrontendArgGroup().add_arguments(parser)
-    assert args[:2] == ["-m", "dynamo.frontend"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # the router knob flags move to --router-policy-config in v1.7
-        config = FrontendConfig.from_cli_args(parser.parse_args(args[2:]))
-    config.validate()
-    return config
-
-
-def parse_worker(parser: argparse.ArgumentParser, backend: str, args: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """Dynamo-side flags parsed; the engine-native rest (vLLM / SGLang) returned. TRT-LLM's
-    worker parser owns every flag, so nothing may be left over."""
-    if backend == "trtllm":
-        return parser.parse_args(args), []
-    known, rest = parser.parse_known_args(args)
-    if backend == "vllm":
-        from dynamo.common.configuration.groups.router_args import parse_worker_router_config
-
-        _, rest = parse_worker_router_config(rest)
-    return known, rest
-
-
-def components(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {component["type"]: component for component in manifest["spec"]["components"]}
-
-
-def main_container(component: dict[str, Any]) -> dict[str, Any]:
-    return next(c for c in component["podTemplate"]["spec"]["containers"] if c["name"] == "main")
-
-
-def broken(manifest: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    copied = copy.deepcopy(manifest)
-    edit(copied)
-    return copied

@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SLA, components, main_container
-from test_matrix import MATRIX, candidate, unrolled
+from dgd_checks import MATRIX, SLA, candidate, components, main_container, unrolled
 
 from spica.deploy.manifest import dynamo_manifest
 

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SLA, components, main_container
-from test_matrix import candidate, unrolled
+from dgd_checks import SLA, candidate, components, main_container, unrolled
 
 from spica.config.errors import ConfigError
 from spica.deploy.manifest import dynamo_manifest, manifest_yaml

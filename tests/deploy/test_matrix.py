@@ -6,68 +6,15 @@ a deliberately broken manifest fails the same checks."""
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 from typing import Any
 
 import jsonschema
 import pytest
-from conftest import SLA, broken, components, main_container, parse_frontend, parse_worker
+from dgd_checks import MATRIX, SLA, broken, candidate, components, main_container, parse_frontend, parse_worker, unrolled
 
-from spica.config.presets import LOAD_PREDICTORS, PLANNER_FPM_SAMPLING, PLANNER_LOAD_SENSITIVITY, PLANNER_SCALING_POLICIES
 from spica.deploy.manifest import dynamo_manifest
-from spica.planner.config import SEARCH_SAFE, planner_config, unroll_planner_fields
-from spica.results.ledger import Candidate
-
-PLANNERS = {"off": ("disabled", "throughput"), "load": ("load_180_5", "throughput"), "throughput": ("throughput_180_5", "sla"),
-            "hybrid": ("hybrid_180_5", "sla")}  # fmt: skip
-VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14", "trtllm": "1.3.0rc20"}
-ENGINE = {"max_num_seqs": 256, "max_num_batched_tokens": 8192, "block_size": 64, "gpu_memory_utilization": 0.9, "num_gpu_blocks": 12_000}
-
-
-def pool(prefix: str, tp: int, dp: int = 1, ep: int = 1, replicas: int = 1) -> dict[str, Any]:
-    strategy = "dep" if dp > 1 else ("tep" if ep > 1 else "tp")
-    return {f"{prefix}{key}": value for key, value in
-            (("tp", tp), ("pp", 1), ("attention_dp", dp), ("moe_tp", 1), ("moe_ep", ep), ("strategy", strategy), ("replicas", replicas))}  # fmt: skip
-
-
-def engine(role: str, prefix_caching: bool) -> dict[str, Any]:
-    return {**{f"{role}_{key}": value for key, value in ENGINE.items()}, f"{role}_enable_prefix_caching": prefix_caching}
-
-
-def unrolled(mode: str, backend: str, planner: str, offload: bool, multinode: bool) -> dict[str, Any]:
-    """A MoE model so that multinode covers both a TP-wide and a DEP-wide (data-parallel) worker."""
-    policy, target = PLANNERS[planner]
-    predictor = "kalman_default_log1p"
-    u: dict[str, Any] = {
-        "deployment_mode": mode, "backend": backend, "backend_version": VERSIONS[backend],
-        "model_name": "Qwen/Qwen3-30B-A3B", "hardware_sku": "h200_sxm", "gpu_budget": 64,
-        "min_gpu_budget": None, "min_endpoint": None, "context_length": 16384, "startup_time": None, "aic_nextn": None,
-        "router_mode": "kv_router", "overlap_score_credit": 0.5, "prefill_load_scale": 1.0, "router_temperature": 0.2,
-        **unroll_planner_fields(policy, PLANNER_SCALING_POLICIES[policy], PLANNER_FPM_SAMPLING["default"],
-                                PLANNER_LOAD_SENSITIVITY["default"], predictor, LOAD_PREDICTORS[predictor], target),
-    }  # fmt: skip
-    if offload:
-        u.update({"num_g2_blocks": 8192, "kv_bytes_per_token": 98_304, "bandwidth_g1_to_g2_gbps": 30.0,
-                  "bandwidth_g2_to_g1_gbps": 30.0, "host_cache_hit_weight": 0.75, "disk_cache_hit_weight": 0.25})  # fmt: skip
-    if mode == "agg":
-        u.update(pool("", 16, ep=16) if multinode else pool("", 2, replicas=2), **engine("agg", True))
-    else:
-        prefill = pool("prefill_", 16, ep=16) if multinode else pool("prefill_", 2, replicas=2)
-        decode = pool("decode_", 1, dp=16, ep=16) if multinode else pool("decode_", 1, dp=4, ep=4)
-        u.update(prefill, **decode, **engine("prefill", True), **engine("decode", False))
-    roles = ("",) if mode == "agg" else ("prefill_", "decode_")
-    u["used_gpus"] = sum(u[f"{r}tp"] * u[f"{r}attention_dp"] * u[f"{r}replicas"] for r in roles)
-    return u
-
-
-def candidate(u: dict[str, Any]) -> Candidate:
-    return Candidate(key="0123456789abcdef", branch=u["deployment_mode"], round=1, status="feasible", unrolled=u,
-                     objectives={"goodput_per_gpu": 100.0}, score=100.0)  # fmt: skip
-
-
-MATRIX = list(itertools.product(("agg", "disagg"), ("vllm", "sglang", "trtllm"), PLANNERS, (False, True), (False, True)))
-
+from spica.planner.config import SEARCH_SAFE, planner_config
 
 @pytest.mark.parametrize(("mode", "backend", "planner", "offload", "multinode"), MATRIX,
                          ids=["-".join([m, b, p, "offload" if o else "gpu", "multi" if n else "single"]) for m, b, p, o, n in MATRIX])  # fmt: skip

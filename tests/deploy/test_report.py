@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import yaml
-from test_matrix import candidate, unrolled
+from dgd_checks import candidate, unrolled
 
 from spica.cli import compose
 from spica.deploy.settings import DeploySettings
