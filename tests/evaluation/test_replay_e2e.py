@@ -129,7 +129,7 @@ def test_saved_call_reproduces_the_score(agg_candidate, tmp_path: Path):
 
 def test_planner_scale_down_is_credited_per_gpu(agg_candidate):
     planner = {
-        "deployment_mode": "agg",
+        "mode": "agg",  # a PlannerConfig field (the unrolled candidate says deployment_mode)
         "backend": "vllm",
         "optimization_target": "throughput",
         "model_name": "Qwen/Qwen3-32B",
