@@ -36,7 +36,7 @@ def test_a_compiled_plan_runs_as_a_local_job_and_returns_its_results_folder(tmp_
             "router_mode": ["round_robin"], "planner_scaling_policy": ["disabled"],
         },
         "workload": {"isl": 512, "osl": 64, "concurrency": 4, "num_request_ratio": 5},
-        "sweep": {"max_rounds": 1, "parallel_evals": 1, "algorithm": "grid", "seed": 3},
+        "sweep": {"max_rounds": 1, "parallel_evals": 1, "algorithm": "grid", "random_seed": 3},
     })
     plan = spica.plan.compile_plan(config).write(tmp_path / "plan.yaml")
     results = collect(submit_plan(plan, tmp_path / "out", cluster="local", timeout_min=10))

@@ -6,6 +6,7 @@ import pytest
 
 from spica.cli import evaluation_pool
 from spica.config import ConfigError, SmartSearchConfig
+from spica.config.app import EvaluationSettings, split_app_settings
 from spica.search import run_smart_search
 
 pytestmark = pytest.mark.e2e
@@ -15,12 +16,14 @@ def test_candidate_evaluations_fan_out_over_slurm(tmp_path, slurm_partition):
     config = SmartSearchConfig.from_mapping({
         "search_space": {"model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm", "gpu_budget": 2,
                          "context_length": 4096, "deployment_mode": ["agg"], "backend": ["vllm"],
-                         "agg_max_num_batched_tokens": [8192], "agg_max_num_seqs": [64]},
+                         "agg_max_num_batched_tokens": [8192], "agg_max_num_seqs": [64],
+                         "router_mode": ["round_robin"], "planner_scaling_policy": ["disabled"]},
         "workload": {"isl": 512, "osl": 32, "concurrency": 8, "num_request_ratio": 2},
         "goal": {"target": "throughput_per_gpu"},
         "sweep": {"algorithm": "grid", "parallel_evals": 2},
     })
-    pool = evaluation_pool({"executor": "slurm", "slurm_partition": slurm_partition, "max_parallel": 2}, str(tmp_path))
+    settings = EvaluationSettings(executor="slurm", slurm_partition=slurm_partition, max_parallel=2)
+    pool = evaluation_pool(settings, str(tmp_path))
     try:
         results = run_smart_search(config, results_dir=tmp_path / "results", pool=pool)
     finally:
@@ -31,5 +34,7 @@ def test_candidate_evaluations_fan_out_over_slurm(tmp_path, slurm_partition):
 
 
 def test_unknown_executor_is_a_config_error():
+    base = {"search_space": {"model_name": "m", "hardware_sku": "h"},
+            "workload": {"isl": 1, "osl": 1, "concurrency": 1, "num_request_ratio": 1}}
     with pytest.raises(ConfigError, match="evaluation.executor: 'k8s' is not one of local, slurm"):
-        evaluation_pool({"executor": "k8s"}, None)
+        split_app_settings({**base, "evaluation": {"executor": "k8s"}})
