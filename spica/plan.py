@@ -105,7 +105,7 @@ def _body(config: SmartSearchConfig, versions: Mapping[str, str], trace_sha256: 
 
 
 def with_usable_policies(config: SmartSearchConfig) -> SmartSearchConfig:
-    """SPEC §3 step 2: drop the planner scaling policies the goal cannot use (each logged) and
+    """docs/search.md step 2: drop the planner scaling policies the goal cannot use (each logged) and
     write the kept list back, so the plan, its fingerprint and the search all mean the same."""
     goal, space = config.goal, config.search_space
     sla = goal.sla or SLATarget()

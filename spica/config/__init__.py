@@ -1,4 +1,4 @@
-"""The SmartSearchConfig contract (SPEC §2) under upstream Spica's names: schema, presets, errors.
+"""The SmartSearchConfig contract (docs/config.md) under upstream Spica's names: schema, presets, errors.
 
 `Candidate` (a measured deployment) lives with the results; it is exported here too because
 upstream scripts import it from this module.

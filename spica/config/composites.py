@@ -42,7 +42,7 @@ def _flag(entry: Mapping[str, Any], key: str) -> None:
 
 
 def scaling_policy_entry(entry: Any) -> Entry:
-    """A dict holds both flags and both intervals, whichever scaling it enables (SPEC §2.1)."""
+    """A dict holds both flags and both intervals, whichever scaling it enables (docs/config.md)."""
     if isinstance(entry, str):
         return _preset(entry, presets.PLANNER_SCALING_POLICIES)
     entry = _mapping(entry)

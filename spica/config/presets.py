@@ -1,4 +1,4 @@
-"""Named presets for the composite knobs of SPEC §2.1.
+"""Named presets for the composite knobs of docs/config.md.
 
 A composite knob entry is either one of these ids or a complete dict of the same fields;
 a dict replaces the preset (no merging). Field names are Dynamo PlannerConfig's own, so an
@@ -17,7 +17,7 @@ def _frozen(table: dict[str, dict[str, Any]]) -> Mapping[str, Mapping[str, Any]]
 
 def _scaling(throughput: bool, load: bool, throughput_s: int | None, load_s: int | None) -> dict[str, Any]:
     fields: dict[str, Any] = {"enable_throughput_scaling": throughput, "enable_load_scaling": load}
-    if throughput or load:  # SPEC §2.1 table: a scaling policy names both intervals
+    if throughput or load:  # docs/config.md: a scaling policy names both intervals
         fields["throughput_adjustment_interval_seconds"] = throughput_s
         fields["load_adjustment_interval_seconds"] = load_s
     return fields
@@ -36,7 +36,7 @@ PLANNER_SCALING_POLICIES = _frozen(
 )
 """Planner scaling policies. Throughput scaling re-sizes pools from predicted load every
 throughput interval (needs an SLA); load scaling reacts to queue/KV pressure every load interval.
-Presets carry both intervals as the SPEC table does (Dynamo paces its perf-model updates by
+Presets carry both intervals as the table in docs/config.md does (Dynamo paces its perf-model updates by
 the load interval even under throughput-only scaling); unroll keeps what the policy uses."""
 
 PLANNER_FPM_SAMPLING = _frozen(
@@ -83,7 +83,7 @@ LOAD_PREDICTORS = _frozen(
         "kalman_reactive_log1p": _kalman(10.0, 1.0, 5.0, 3, True),
     }
 )
-"""Load-predictor candidates for the sub-sweep (SPEC §3 step 3). Not a study dimension."""
+"""Load-predictor candidates for the sub-sweep (docs/search.md step 3). Not a study dimension."""
 
 PREDICTOR_FAMILY_FIELDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {

@@ -1,4 +1,4 @@
-"""SmartSearchConfig: upstream Spica's published contract (SPEC §2), as frozen pydantic models.
+"""SmartSearchConfig: upstream Spica's published contract (docs/config.md), as frozen pydantic models.
 
 Names, defaults, choice sets and rules are upstream's, so a YAML written for upstream loads
 unchanged and means the same thing, and a config upstream refuses is refused here. Explicit
@@ -386,7 +386,7 @@ class Workload(_Frozen):
         return max(levels) if levels else None
 
     def resolved_request_count(self, concurrency_override: int | None = None) -> int | None:
-        """SPEC §2.2: max(1, round(num_request_ratio × load)), load = concurrency (the
+        """docs/config.md: max(1, round(num_request_ratio × load)), load = concurrency (the
         candidate's own, or the configured one) or request rate; None for a trace (its rows
         are the requests) and for a KV-relative load before a candidate derives it."""
         if self.is_trace_based:
@@ -509,7 +509,7 @@ class SmartSearchConfig(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _default_pareto_load(cls, data: Any) -> Any:
-        """SPEC §2.2: a synthetic pareto workload that sets no load sweeps kv_load_ratio [0, 1]."""
+        """docs/config.md: a synthetic pareto workload that sets no load sweeps kv_load_ratio [0, 1]."""
         if not isinstance(data, Mapping):
             return data
         goal, workload = data.get("goal"), data.get("workload")

@@ -1,4 +1,4 @@
-"""Turn one unrolled candidate (.notes/UNROLLED.md) into the exact Dynamo Replay call that scores it.
+"""Turn one unrolled candidate (docs/unrolled-candidate.md) into the exact Dynamo Replay call that scores it.
 
 The result is a `ReplayCall`: which replay function, its positional arguments and keyword
 arguments, all plain JSON. Saved next to a result, it is the replay input that reproduces the

@@ -1,4 +1,4 @@
-"""Objective values from a Replay summary, and the orderings built on them (SPEC §3.6).
+"""Objective values from a Replay summary, and the orderings built on them (docs/search.md step 6).
 
 Pure functions. Every objective is read from the summary, never recomputed from requests.
 Per-GPU objectives divide by the *time-averaged provisioned* GPUs, gpu_hours / duration, so a
@@ -53,7 +53,7 @@ def signed_score(target: str, values: Mapping[str, float]) -> float:
 
 
 def candidate_score(objectives: Sequence[str], pareto: bool, values: Mapping[str, float]) -> float:
-    """A candidate's score (SPEC §3 step 6): the signed target for a scalar goal; for a Pareto
+    """A candidate's score (docs/search.md step 6): the signed target for a scalar goal; for a Pareto
     goal the raw value of its first objective."""
     return float(values[objectives[0]]) if pareto else signed_score(objectives[0], values)
 

@@ -1,7 +1,7 @@
 """The Planner's side of a candidate: its unrolled planner fields and the Replay PlannerConfig.
 
 `unroll_planner_fields` writes exactly the planner keys of the unrolled candidate
-(SPEC §4): a field is present only when the chosen policy reads it, so two
+(docs/unrolled-candidate.md): a field is present only when the chosen policy reads it, so two
 trials that run the same Planner unroll identically. `planner_config` turns those keys into the
 Planner's config, checked by Dynamo's own `PlannerConfig`: the dict
 `dynamo.replay.run_trace_replay(planner_config=...)` accepts (every report, dashboard and port
@@ -90,7 +90,7 @@ def validated_planner_config(payload: Mapping[str, Any]) -> "PlannerConfig":
 
 
 def complete_predictor_fields(fields: Mapping[str, Any], name: str | None = None) -> dict[str, Any]:
-    """`load_predictor` and exactly its family's fields; unset ones take Dynamo's defaults (SPEC §2.1)."""
+    """`load_predictor` and exactly its family's fields; unset ones take Dynamo's defaults (docs/config.md)."""
     family = fields.get("load_predictor")
     if family not in PREDICTOR_FAMILY_FIELDS:
         where = f"load_predictor_candidates[{name}]" if name else "load_predictor_candidates"
@@ -118,7 +118,7 @@ def unroll_planner_fields(
     predictor_fields: Mapping[str, Any],
     optimization_target: str,
 ) -> dict[str, Any]:
-    """The planner keys of one unrolled candidate (SPEC §4): the policy entry as given (a preset
+    """The planner keys of one unrolled candidate (docs/unrolled-candidate.md): the policy entry as given (a preset
     id or its dict), both flags and the Planner's target always; when either scaling is on, both
     intervals, the fpm sampling and the load sensitivity; under throughput scaling, the winning
     predictor's family, its log1p switch and that family's own fields.

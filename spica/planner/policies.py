@@ -1,4 +1,4 @@
-"""SPEC §2.3 / §3 step 2: which planner scaling policies a goal can use.
+"""docs/config.md (goal) and docs/search.md step 2: which planner scaling policies a goal can use.
 
 Throughput scaling sizes pools to meet TTFT/ITL targets, so it only means something under
 the Planner's "sla" optimization target, and that target needs both a TTFT and an ITL bound:
@@ -69,7 +69,7 @@ def filter_scaling_policies(
     sla_itl_ms: float | None,
     sla_e2e_ms: float | None,
 ) -> FilterResult:
-    """Keep the policies goal `target` can use (SPEC §3 step 2); log what was dropped.
+    """Keep the policies goal `target` can use (docs/search.md step 2); log what was dropped.
 
     `target` is the goal's target (e.g. "goodput"). Raises ValueError (one line, naming every
     dropped policy and why) when nothing is left. `sla_e2e_ms` only matters through its

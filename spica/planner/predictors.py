@@ -1,4 +1,4 @@
-"""SPEC §3 step 3: pick the load predictor the Planner will run, per throughput interval.
+"""docs/search.md step 3: pick the load predictor the Planner will run, per throughput interval.
 
 Every candidate is one of Dynamo's own predictor classes (`dynamo.planner.core.load`), built
 from a validated PlannerConfig exactly as the Planner builds it, so the winner is what runs in

@@ -1,6 +1,6 @@
 """Per-interval traffic windows of a mooncake trace: what the Planner observes each interval.
 
-The load-predictor sub-sweep (SPEC §3 step 3) replays these windows through Dynamo's
+The load-predictor sub-sweep (docs/search.md step 3) replays these windows through Dynamo's
 predictors. They are cut the way Replay presents the trace to the Planner: arrival times are
 rebased to the first request and divided by `arrival_speedup_ratio`, and an idle window carries
 the last observed mean lengths forward (an average over no requests is undefined; Dynamo's

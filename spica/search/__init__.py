@@ -1,4 +1,4 @@
-"""The search: branches, study rounds, dedupe, evaluation fan-out, merge (SPEC §3)."""
+"""The search: branches, study rounds, dedupe, evaluation fan-out, merge (docs/search.md)."""
 
 from __future__ import annotations
 

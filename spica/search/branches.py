@@ -1,4 +1,4 @@
-"""From a validated config to the branch pools of spica.space (SPEC §3 step 4)."""
+"""From a validated config to the branch pools of spica.space (docs/search.md step 4)."""
 
 from __future__ import annotations
 

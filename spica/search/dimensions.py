@@ -1,7 +1,7 @@
 """Which knobs a branch's study searches, and which it never sees.
 
 A list knob with one value is pinned (not a dimension). Knobs that cannot matter are pruned
-(SPEC §2.1): no kv-router weights unless kv_router can be chosen, no host/disk weights without
+(docs/config.md): no kv-router weights unless kv_router can be chosen, no host/disk weights without
 offload, no fpm/sensitivity presets unless a kept policy scales (every policy disabled), no engine knobs of the other
 mode. The study then searches only what can change a replay.
 """

@@ -104,6 +104,6 @@ def _leave_interrupts_to_the_caller() -> None:
 
 
 def local_pool(parallel_evals: int, per_round: int) -> EvaluationPool:
-    """SPEC §3 step 5: min(parallel_evals, per_round) workers, only when both exceed 1."""
+    """docs/search.md step 5: min(parallel_evals, per_round) workers, only when both exceed 1."""
     workers = min(parallel_evals, per_round)
     return ProcessPool(workers, preload="spica.evaluation.evaluate") if parallel_evals > 1 and per_round > 1 else InlinePool()

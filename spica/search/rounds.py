@@ -1,4 +1,4 @@
-"""SPEC §3 step 5: every branch's study runs its own barrier rounds, all on one pool.
+"""docs/search.md step 5: every branch's study runs its own barrier rounds, all on one pool.
 
 A round is ask → project → dedupe → evaluate → tell for one branch; the branch asks again
 only when all of its round is measured. Branches do not wait for each other: while one

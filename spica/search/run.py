@@ -1,4 +1,4 @@
-"""run_smart_search: SPEC §3 from validation to the merged, ranked result.
+"""run_smart_search: the steps of docs/search.md, from validation to the merged, ranked result.
 
 validate and compile (the planner policies the goal can use are kept then) → load-predictor
 sub-sweep → enumerate branches →
@@ -56,7 +56,7 @@ def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any]) -> Plan:
 
 
 def _predictor_winners(plan: Plan) -> tuple[dict[int, tuple[str, dict[str, Any]]], dict[str, Any]]:
-    """SPEC §3 step 3, once per distinct throughput interval among the kept policies."""
+    """docs/search.md step 3, once per distinct throughput interval among the kept policies."""
     config = plan.config
     policies = config.search_space.scaling_policies()
     intervals = sorted({fields["throughput_adjustment_interval_seconds"] for _, fields in policies if fields["enable_throughput_scaling"]})
@@ -208,7 +208,7 @@ def run_smart_search(
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:
-    """SPEC §3 step 6: rank by signed score (ties toward fewer GPUs), or the Pareto front sorted
+    """docs/search.md step 6: rank by signed score (ties toward fewer GPUs), or the Pareto front sorted
     by the raw value of its last objective (the plot's x-axis), whatever its direction."""
     unique = list({candidate.key: candidate for candidate in ledger if candidate.feasible}.values())
     if config.goal.target == "pareto":

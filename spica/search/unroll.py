@@ -40,7 +40,7 @@ def kv_load_capacity_tokens(unrolled: Mapping[str, Any]) -> int:
 
 
 def kv_load_fields(config: SmartSearchConfig, unrolled: Mapping[str, Any], ratio: float) -> dict[str, Any]:
-    """SPEC §2.2: requests that fit = floor(capacity / (isl + osl // 2)); concurrency =
+    """docs/config.md: requests that fit = floor(capacity / (isl + osl // 2)); concurrency =
     max(1, int(ratio × fit)). A pool that fits none is reported (fit 0) and scored infeasible."""
     workload = config.workload
     tokens = kv_load_capacity_tokens(unrolled)

@@ -244,7 +244,7 @@ class ParallelConfig:
         return {pool.role: _pool_dict(pool) for pool in self.pools}
 
     def unrolled(self, backend: str) -> dict[str, Any]:
-        """Flat shape fields for one backend (SPEC §4); KV fields absent when unknown."""
+        """Flat shape fields for one backend (docs/unrolled-candidate.md); KV fields absent when unknown."""
         fit = self.fit(backend)
         out: dict[str, Any] = {
             "deployment_mode": self.mode,

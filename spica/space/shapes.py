@@ -131,7 +131,7 @@ RULES: tuple[LegalityRule, ...] = (
     LegalityRule(
         "gpus_per_worker",
         f"tp × pp × attention_dp must be one of {list(GPUS_PER_WORKER)}",
-        "SPEC §3 step 4",
+        "docs/search.md step 4",
         (),
         lambda s, m: s.gpus in GPUS_PER_WORKER,
     ),
