@@ -19,14 +19,17 @@ finite scores infinity.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from spica.config.presets import LOAD_PREDICTORS
+from spica.config.presets import LOAD_PREDICTORS, PREDICTOR_FAMILY_FIELDS
 from spica.planner.config import SEARCH_SAFE, PlannerConfigError, complete_predictor_fields, validated_planner_config
 from spica.planner.windows import TrafficWindow, cut_windows, read_arrivals
+
+log = logging.getLogger("spica.planner")
 
 if TYPE_CHECKING:
     from dynamo.planner.core.load.predictors import BasePredictor
@@ -120,6 +123,16 @@ class IntervalChoice:
             "warmup_windows": self.warmup_windows,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "IntervalChoice":
+        """The inverse of to_dict; a malformed entry raises ValueError (KeyError, TypeError)."""
+        losses = {str(name): math.inf if loss is None else float(loss) for name, loss in dict(data["losses"]).items()}
+        fields = dict(data["winner_fields"])
+        if fields.get("load_predictor") not in PREDICTOR_FAMILY_FIELDS:
+            raise ValueError(f"unknown load_predictor {fields.get('load_predictor')!r}")
+        return cls(int(data["interval_s"]), str(data["winner"]), fields, str(data["reason"]), losses,
+                   int(data["windows"]), int(data["warmup_windows"]))
+
 
 @dataclass(frozen=True)
 class SubSweepResult:
@@ -130,6 +143,10 @@ class SubSweepResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"reason": self.reason, "intervals": {str(s): choice.to_dict() for s, choice in self.intervals.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SubSweepResult":
+        return cls(str(data["reason"]), {int(s): IntervalChoice.from_dict(choice) for s, choice in dict(data["intervals"]).items()})
 
 
 def _fallback(interval_s: int, reason: str, **scores: Any) -> IntervalChoice:
@@ -207,23 +224,18 @@ def cached_predictor_sub_sweep(
     answer only depends on the trace bytes, the speedup, the intervals and the candidates.
     """
     import hashlib
-    import os
-    import pickle
-    from pathlib import Path
+
+    from spica.space.cache import atomic_write_text, cache_root
 
     if trace_path is None or not has_throughput_scaling or not intervals:
         return predictor_sub_sweep(trace_path, intervals, candidates, arrival_speedup_ratio, has_throughput_scaling)
     key = json.dumps([trace_sha256, arrival_speedup_ratio, sorted(set(intervals)), [list(c) for c in candidates]], sort_keys=True, default=str)
-    root = Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica") / "predictors"
-    path = root / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.pkl"
+    path = cache_root() / "predictors" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
     if path.exists():
-        try:
-            return pickle.loads(path.read_bytes())
-        except Exception:  # an unreadable cache entry is recomputed, never trusted
-            pass
+        try:  # data, never code: a malformed or foreign entry is recomputed
+            return SubSweepResult.from_dict(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("predictor cache entry %s is not valid (%s); recomputing it", path, exc)
     result = predictor_sub_sweep(trace_path, intervals, candidates, arrival_speedup_ratio, has_throughput_scaling)
-    root.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_bytes(pickle.dumps(result))
-    temporary.replace(path)
+    atomic_write_text(path, json.dumps(result.to_dict(), sort_keys=True))
     return result

@@ -44,15 +44,24 @@ def load(key: Mapping[str, Any]) -> dict[str, Any]:
     return dict(entries)
 
 
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `path` whole or not at all (temp file + rename): readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def store(key: Mapping[str, Any], entries: Mapping[str, Any]) -> None:
     """Merge `entries` into what is stored under `key`."""
     text, path = _path(key)
     merged = {**load(key), **entries}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w") as handle:
-        json.dump({"key": json.loads(text), "entries": merged}, handle, sort_keys=True)
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps({"key": json.loads(text), "entries": merged}, sort_keys=True))
     _memory[f"{path}|{text}"] = merged
 
 
