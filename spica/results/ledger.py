@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+log = logging.getLogger("spica.results")
 STATUSES = ("feasible", "infeasible", "failed", "unsupported")
 
 
@@ -69,11 +71,16 @@ def _gpus(unrolled: Mapping[str, Any], prefix: str) -> int:
 
 
 class Journal:
-    """Append-only record of finished evaluations in a results folder (the resume source)."""
+    """Append-only record of finished evaluations in a results folder (the resume source).
+
+    A run that was killed mid-write can leave a torn last line: the next record starts on a
+    new line, and lines that do not hold a record are skipped (and counted) on resume.
+    """
 
     def __init__(self, folder: Path, fingerprint: str):
         self.path = folder / "evaluations.jsonl"
         self.fingerprint = fingerprint
+        self.skipped = 0
         folder.mkdir(parents=True, exist_ok=True)
 
     def load(self) -> list[Candidate]:
@@ -81,18 +88,30 @@ class Journal:
         if not self.path.exists():
             return []
         found = []
-        for line in self.path.read_text().splitlines():
+        self.skipped = 0
+        for line in self.path.read_text(errors="replace").splitlines():
+            if not line.strip():
+                continue
             try:
                 data = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by an interruption
-            if data.get("plan_fingerprint") == self.fingerprint:
-                found.append(Candidate.from_dict(data))
+                if not (isinstance(data, dict) and isinstance(data.get("unrolled"), dict) and data.get("status") in STATUSES):
+                    raise ValueError("not a record")
+                if data.get("plan_fingerprint") == self.fingerprint:
+                    found.append(Candidate.from_dict(data))
+            except (ValueError, TypeError):  # a torn line, or text that is no record
+                self.skipped += 1
+        if self.skipped:
+            log.warning("%s: skipped %d line(s) that hold no evaluation record", self.path, self.skipped)
         return found
 
     def append(self, candidate: Candidate) -> None:
-        with self.path.open("a") as handle:
-            handle.write(json.dumps(candidate.to_dict(), default=str) + "\n")
+        record = json.dumps(candidate.to_dict(), default=str) + "\n"
+        with self.path.open("a+b") as handle:
+            if handle.tell() > 0:
+                handle.seek(-1, 2)
+                if handle.read(1) != b"\n":
+                    record = "\n" + record  # close a line torn by an interruption
+            handle.write(record.encode())
             handle.flush()
 
 

@@ -1,0 +1,32 @@
+"""The journal survives torn and foreign lines: nothing finished is lost, nothing is replayed twice."""
+
+from __future__ import annotations
+
+from spica.results.ledger import Candidate, Journal
+
+
+def record(index: int, plan: str = "plan") -> Candidate:
+    return Candidate(f"k{index}", "agg", 0, "feasible", {"deployment_mode": "agg", "used_gpus": 1},
+                     objectives={"throughput": float(index)}, plan_fingerprint=plan)
+
+
+def test_a_torn_last_line_is_closed_before_the_next_record_and_junk_is_skipped(tmp_path):
+    journal = Journal(tmp_path, "plan")
+    journal.append(record(1))
+    with journal.path.open("a") as handle:
+        handle.write('{"key": "k2", "branch": "agg", "rou')  # the disk filled up mid-record
+    journal.append(record(3))
+    with journal.path.open("a") as handle:
+        handle.write('42\nnull\n{"key": "x"}\n["list"]\n{"status": "feasible", "unrolled": 5}\n')
+    journal.append(record(4))
+    again = Journal(tmp_path, "plan")
+    assert [candidate.key for candidate in again.load()] == ["k1", "k3", "k4"]
+    assert again.skipped == 6
+    assert again.load()[1].objectives == {"throughput": 3.0}
+
+
+def test_other_plans_records_are_ignored_not_counted(tmp_path):
+    other = Journal(tmp_path, "another plan")
+    other.append(record(1, plan="another plan"))
+    journal = Journal(tmp_path, "plan")
+    assert journal.load() == [] and journal.skipped == 0
