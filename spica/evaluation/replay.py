@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -179,6 +180,7 @@ class _CappedWorker:
 
 
 def _serve(connection: Connection) -> None:
+    _die_with_parent()
     while True:
         try:
             function, args, kwargs = connection.recv()
@@ -187,6 +189,18 @@ def _serve(connection: Connection) -> None:
         connection.send(_execute(function, args, kwargs))
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this replay child when its parent (the forkserver, which ends with the
+    worker that started it) is gone, so a killed search leaves no replay running."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the replay ends on its own and finds the pipe closed
+        pass
+
+
+PR_SET_PDEATHSIG = 1
 _capped_worker = _CappedWorker()
 
 

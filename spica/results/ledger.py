@@ -16,6 +16,9 @@ from typing import Any, Iterable, Mapping
 
 log = logging.getLogger("spica.results")
 STATUSES = ("feasible", "infeasible", "failed", "unsupported")
+TRANSIENT_REASONS = ("worker_lost", "worker_crashed")
+"""Failure categories that say nothing about the candidate (its process died under it): such a
+candidate is measured again when the run resumes, instead of being reused as failed."""
 
 
 @dataclass
@@ -39,6 +42,10 @@ class Candidate:
     @property
     def feasible(self) -> bool:
         return self.status == "feasible"
+
+    @property
+    def transient(self) -> bool:
+        return self.status == "failed" and (self.reason or "").split(":", 1)[0] in TRANSIENT_REASONS
 
     @property
     def config(self) -> dict[str, Any]:

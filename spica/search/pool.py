@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import os
 import signal
+import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Protocol, Sequence
@@ -27,16 +30,25 @@ DEAD_POOL_MESSAGE = (
 )
 
 
+ORPHAN_POLL_SECONDS = 0.5
+
+
 class EvaluationPool(Protocol):
     def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]: ...
 
     def close(self) -> None: ...
 
 
+class WorkerLost(RuntimeError):
+    """A worker process died while evaluating an item (killed, or out of memory): transient."""
+
+
 def outcome(future: Future) -> Any:
     """The item's result, or the exception it raised; a dead pool raises DeadPoolError."""
     try:
         return future.result()
+    except DeadPoolError:
+        raise
     except BrokenProcessPool as exc:
         raise DeadPoolError(DEAD_POOL_MESSAGE) from exc
     except Exception as exc:
@@ -69,38 +81,115 @@ class InlinePool:
 
 
 class ProcessPool:
-    """A spawn-context process pool; spawn because Replay's Rust runtime is not fork-safe.
+    """A spawn-context process pool that survives losing a worker; spawn because Replay's Rust
+    runtime is not fork-safe.
 
     `preload` (a module name) starts every worker at once and imports that module in it, so
-    the workers' start-up overlaps the caller's own set-up instead of the first round.
+    the workers' start-up overlaps the caller's own set-up instead of the first round. When a
+    worker dies, Python's pool fails every item in flight: this one starts a fresh pool and
+    submits each of those items once more; an item that loses its worker twice fails alone,
+    as WorkerLost. A pool none of whose workers ever came up cannot be healed (a script
+    without the main guard, or no memory for even one worker): DeadPoolError.
+    Workers end themselves when this process is gone, however it ended.
     """
+
+    RETRIES = 1
 
     def __init__(self, workers: int, preload: str | None = None):
         self.workers = workers
-        self._executor = ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_leave_interrupts_to_the_caller
+        self._preload = preload
+        self._lock = threading.Lock()
+        self._progress = False  # a worker came up, or an item finished, since the last break
+        self._closed = False
+        self._executor = self._start()
+
+    def _start(self) -> ProcessPoolExecutor:
+        executor = ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_setup,
+            initargs=(os.getpid(),),
         )
-        if preload is not None:
-            self.submit(_preload, [preload] * workers)
+        for _ in range(self.workers):  # every worker starts now; one that comes up proves the pool can
+            executor.submit(_preload, self._preload).add_done_callback(self._started)
+        return executor
+
+    def _started(self, probe: Future) -> None:
+        if not probe.cancelled() and probe.exception() is None:
+            self._progress = True
 
     def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]:
+        return [self._submit(fn, item, self.RETRIES, Future()) for item in items]
+
+    def _submit(self, fn: Callable[[Any], Any], item: Any, retries: int, proxy: Future) -> Future:
+        with self._lock:
+            executor = self._executor
         try:
-            return [self._executor.submit(fn, item) for item in items]
+            inner = executor.submit(fn, item)
         except (BrokenProcessPool, RuntimeError) as exc:
-            raise DeadPoolError(DEAD_POOL_MESSAGE) from exc
+            if self._closed:
+                proxy.cancel()
+                return proxy
+            if not self._heal(executor):
+                raise DeadPoolError(DEAD_POOL_MESSAGE) from exc
+            return self._submit(fn, item, retries, proxy)
+        inner.add_done_callback(lambda done: self._settle(done, executor, fn, item, retries, proxy))
+        return proxy
+
+    def _settle(self, inner: Future, executor: ProcessPoolExecutor, fn: Callable[[Any], Any], item: Any, retries: int, proxy: Future) -> None:
+        if inner.cancelled():
+            proxy.cancel()
+            return
+        error = inner.exception()
+        if isinstance(error, BrokenProcessPool) and not self._closed:
+            if not self._heal(executor):
+                proxy.set_exception(DeadPoolError(DEAD_POOL_MESSAGE))
+            elif retries > 0:
+                self._submit(fn, item, retries - 1, proxy)
+            else:
+                proxy.set_exception(WorkerLost("the worker evaluating this item died twice (killed, or out of memory)"))
+            return
+        if error is not None:
+            proxy.set_exception(error)
+            return
+        self._progress = True
+        proxy.set_result(inner.result())
+
+    def _heal(self, broken: ProcessPoolExecutor) -> bool:
+        """Replace a broken pool (once per break); False when no worker of it ever came up."""
+        with self._lock:
+            if self._executor is not broken:
+                return True  # another item's callback replaced it already
+            if not self._progress:
+                return False
+            self._progress = False
+            self._executor = self._start()
+        broken.shutdown(wait=False, cancel_futures=True)
+        return True
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._closed = True
+        with self._lock:
+            executor = self._executor
+        executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _preload(module: str) -> None:
-    importlib.import_module(module)
+def _preload(module: str | None) -> None:
+    if module is not None:
+        importlib.import_module(module)
 
 
-def _leave_interrupts_to_the_caller() -> None:
+def _worker_setup(parent: int) -> None:
     """Ctrl-C reaches every process of the terminal's group: workers ignore it, so the caller
-    alone decides (it cancels what is queued and keeps what finished) instead of the pool dying."""
+    alone decides (it cancels what is queued and keeps what finished) instead of the pool dying.
+    A worker whose caller is gone (killed with SIGKILL, say) ends itself within a second
+    instead of living on as an orphan."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="spica-orphan-watch").start()
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_POLL_SECONDS)
+    os._exit(1)
 
 
 def local_pool(parallel_evals: int, per_round: int) -> EvaluationPool:

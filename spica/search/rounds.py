@@ -21,7 +21,7 @@ from spica.evaluation.evaluate import Evaluation, evaluate_task
 from spica.plan import Plan
 from spica.results.ledger import STATUSES, Candidate, Journal
 from spica.search.dimensions import Knob, knob_values
-from spica.search.pool import EvaluationPool, outcome
+from spica.search.pool import EvaluationPool, WorkerLost, outcome
 from spica.search.progress import Progress
 from spica.search.unroll import candidate_key, unroll
 from spica.space import projection
@@ -242,7 +242,8 @@ def _tell(study: Study, trial_id: int, candidate: Candidate) -> None:
 
 def _candidate(plan: Plan, branch: str, round_index: int, key: str, unrolled: dict[str, Any], outcome: Evaluation | BaseException) -> Candidate:
     if isinstance(outcome, BaseException):
-        return Candidate(key, branch, round_index, "failed", unrolled, reason=f"error: {type(outcome).__name__}: {outcome}", plan_fingerprint=plan.fingerprint)
+        category = "worker_lost" if isinstance(outcome, WorkerLost) else "error"
+        return Candidate(key, branch, round_index, "failed", unrolled, reason=f"{category}: {type(outcome).__name__}: {outcome}", plan_fingerprint=plan.fingerprint)
     config = plan.config
     objectives = {name: outcome.objectives[name] for name in config.goal.objectives if name in outcome.objectives}
     signed = score.candidate_score(config.goal.objectives, config.goal.target == "pareto", outcome.objectives) if outcome.status == "feasible" else None

@@ -158,7 +158,9 @@ def run_smart_search(
     config = plan.config
     folder = Path(results_dir) if results_dir is not None else Path("results") / plan.short_id
     journal = Journal(folder, plan.fingerprint) if write else None
-    measured: dict[str, Candidate] = {candidate.key: candidate for candidate in (journal.load() if journal else [])}
+    finished = journal.load() if journal else []
+    # a candidate whose process died under it is measured again, not reused as failed
+    measured: dict[str, Candidate] = {candidate.key: candidate for candidate in finished if not candidate.transient}
     if measured:
         log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
 

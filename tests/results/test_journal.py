@@ -30,3 +30,11 @@ def test_other_plans_records_are_ignored_not_counted(tmp_path):
     other.append(record(1, plan="another plan"))
     journal = Journal(tmp_path, "plan")
     assert journal.load() == [] and journal.skipped == 0
+
+
+def test_only_failures_of_the_process_are_transient():
+    lost = Candidate("k", "agg", 0, "failed", {}, reason="worker_lost: WorkerLost: died")
+    crashed = Candidate("k", "agg", 0, "failed", {}, reason="worker_crashed: replay worker died with exit code -9")
+    real = Candidate("k", "agg", 0, "failed", {}, reason="invalid_input: ValueError: bad")
+    overrun = Candidate("k", "agg", 0, "infeasible", {}, reason="exceed runtime: replay exceeded the 600 s time cap")
+    assert (lost.transient, crashed.transient, real.transient, overrun.transient) == (True, True, False, False)

@@ -6,7 +6,6 @@ import os
 
 import pytest
 
-from spica.errors import DeadPoolError
 from spica.search.pool import InlinePool, ProcessPool, local_pool, run_all
 
 
@@ -34,13 +33,17 @@ def test_process_pool_orders_results_and_keeps_exceptions():
     assert results[0] == 4 and isinstance(results[1], ValueError) and results[2] == 6
 
 
-def test_dead_pool_mentions_the_main_guard():
-    pool = ProcessPool(2)
-    try:
-        with pytest.raises(DeadPoolError, match=r'if __name__ == "__main__":'):
-            run_all(pool, os._exit, [1, 1])
-    finally:
-        pool.close()
+def test_a_pool_whose_workers_cannot_start_names_the_main_guard(tmp_path):
+    """A script without the main guard: every spawned worker re-runs it and dies starting up."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("from spica.search.pool import ProcessPool, run_all\nprint(run_all(ProcessPool(2), abs, [-1, -2]))\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert 'spica.errors.DeadPoolError: the evaluation worker pool died.' in run.stderr
+    assert 'if __name__ == "__main__":' in run.stderr
 
 
 def _interrupt_handler(_: object) -> str:
@@ -55,3 +58,81 @@ def test_workers_leave_ctrl_c_to_the_caller():
         assert run_all(pool, _interrupt_handler, [None, None]) == ["ignored", "ignored"]
     finally:
         pool.close()
+
+
+def _die_once(marker: str) -> str:
+    """Kill this worker the first time it sees `marker`; succeed when retried."""
+    from pathlib import Path
+
+    path = Path(marker)
+    if not path.exists():
+        path.write_text("died")
+        os._exit(9)
+    return "retried"
+
+
+def _die_always_for(item: str) -> str:
+    if item == "poison":
+        os._exit(9)
+    import time
+
+    time.sleep(0.2)
+    return item
+
+
+def test_a_lost_worker_is_replaced_and_its_item_retried_once(tmp_path):
+    pool = ProcessPool(2)
+    try:
+        assert run_all(pool, _die_once, [str(tmp_path / "a")]) == ["retried"]
+        assert run_all(pool, int, ["7", "8"]) == [7, 8]  # the healed pool goes on
+    finally:
+        pool.close()
+
+
+def test_an_item_that_kills_its_worker_every_time_fails_as_worker_lost_and_the_pool_goes_on():
+    from spica.search.pool import WorkerLost
+
+    pool = ProcessPool(2)
+    try:
+        results = run_all(pool, _die_always_for, ["poison"])
+        assert isinstance(results[0], WorkerLost)
+        assert run_all(pool, _die_always_for, ["a", "b"]) == ["a", "b"]
+    finally:
+        pool.close()
+
+
+@pytest.mark.e2e
+def test_workers_end_when_their_caller_is_killed(tmp_path):
+    """kill -9 of the process that owns the pool leaves no worker (or replay child) behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "owner.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "from spica.search.pool import ProcessPool\n"
+        "if __name__ == '__main__':\n"
+        "    pool = ProcessPool(2)\n"
+        "    pool.submit(abs, [1, 2])[1].result()\n"
+        "    print(' '.join(map(str, pool._executor._processes)), flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    workers = [int(pid) for pid in owner.stdout.readline().split()]
+    assert len(workers) == 2
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.2)
+    assert not [pid for pid in workers if _alive(pid)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False

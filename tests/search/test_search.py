@@ -145,3 +145,18 @@ def test_planner_scale_down_is_credited_on_the_real_trace(tmp_path, shared_dir):
     assert planned.objectives["goodput_per_gpu"] == pytest.approx(goodput / planned.metrics["provisioned_gpus"])
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["predictor_sub_sweep"]["intervals"]["180"]["winner"] == "constant_last"  # 15 min: too short
+
+
+def test_a_candidate_whose_worker_died_is_measured_again_on_resume(tmp_path):
+    first = run_smart_search(small(), results_dir=tmp_path)
+    journal = tmp_path / "evaluations.jsonl"
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    lost = records[0]
+    lost.update(status="failed", reason="worker_lost: WorkerLost: the worker evaluating this item died twice", metrics={}, objectives={})
+    journal.write_text("".join(json.dumps(record) + "\n" for record in records))
+    pool = CountingPool()
+    again = run_smart_search(small(), results_dir=tmp_path, pool=pool)
+    assert [json.loads(item)["deployment_mode"] for item in pool.replayed] == ["agg"] and len(pool.replayed) == 1
+    assert json.loads(pool.replayed[0]) == lost["unrolled"]
+    assert [c.key for c in again.ledger] == [c.key for c in first.ledger]
+    assert all(c.feasible for c in again.ledger)
