@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -121,14 +122,31 @@ def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir:
             pool.close()
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's stop, `kill`): handled like Ctrl-C, so the pool is shut down."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
 @contextlib.contextmanager
 def _resumable(again_with: str) -> Iterator[None]:
-    """Ctrl-C during a search: one line saying how to resume, exit 130, no traceback."""
+    """Ctrl-C or SIGTERM during a search: one line saying how to resume, exit 130 (143 for
+    SIGTERM), no traceback; what the search started is shut down on the way out."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: whoever owns the process handles its signals
+        previous = None
     try:
         yield
-    except KeyboardInterrupt:
-        print(f"\nspica: interrupted. Finished evaluations are kept; run again with {again_with} to resume.", file=sys.stderr)
-        raise SystemExit(130) from None
+    except KeyboardInterrupt as exc:
+        how = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"\nspica: {how}. Finished evaluations are kept; run again with {again_with} to resume.", file=sys.stderr)
+        raise SystemExit(143 if isinstance(exc, _Terminated) else 130) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _config_for(args: argparse.Namespace) -> tuple[SmartSearchConfig, AppSettings]:

@@ -1,0 +1,94 @@
+"""Stopping a search for real: SIGTERM and SIGKILL of the command leave nothing running and
+lose nothing finished (real processes, real signals)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("SPICA_SHARED_DIR", REPO.parent / "shared"))
+pytestmark = pytest.mark.e2e
+
+
+def _descendants(root: int) -> set[int]:
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            if (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                alive.add(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def _start(results: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
+         "--results-dir", str(results), "sweep.max_rounds=40"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _wait_for_evaluations(journal: Path, count: int, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if journal.exists() and len(journal.read_text().splitlines()) >= count:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"the search did not reach {count} evaluations")
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGKILL, -9)])
+def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code):
+    results = tmp_path / "results"
+    search = _start(results)
+    journal = results / "evaluations.jsonl"
+    _wait_for_evaluations(journal, 3, search)
+    started = _descendants(search.pid)
+    assert started, "the search runs worker processes"
+    search.send_signal(signum)
+    _, stderr = search.communicate(timeout=120)
+    assert search.returncode == code
+    if signum == signal.SIGTERM:
+        assert "spica: terminated. Finished evaluations are kept; run again with results_dir=" in stderr
+        assert "Traceback" not in stderr
+    deadline = time.monotonic() + 15
+    while _alive(started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(started), "processes the search started outlived it"
+    finished = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip().endswith("}")]
+    assert len(finished) >= 3
+    again = subprocess.run(
+        [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
+         "--results-dir", str(results), "sweep.max_rounds=40"],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"resuming: {len(set(finished))} finished evaluations" in again.stderr
+    keys = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip()]
+    assert len(keys) == len(set(keys)), "no evaluation was repeated"
