@@ -228,6 +228,15 @@ class SearchSpace(_Frozen):
                 raise ValueError(
                     f"parallel_configs[{index}] is a {mode} config but deployment_mode is {', '.join(self.deployment_mode)}"
                 )
+        if "trtllm" in self.backend and "disagg" in self.deployment_mode:
+            for role in ("prefill", "decode"):
+                block = getattr(self, f"{role}_block_size")
+                odd = [value for value in getattr(self, f"{role}_max_num_batched_tokens") if value % block]
+                if odd:
+                    raise ValueError(
+                        f"{role}_max_num_batched_tokens: {odd[0]} is not a multiple of {role}_block_size {block}; "
+                        "TensorRT-LLM's disagg KV cache transceiver requires it (drop trtllm or disagg, or pick multiples)"
+                    )
         thresholds = [name for name in ADMISSION_THRESHOLDS if getattr(self, name) is not None]
         if thresholds and "kv_router" in self.router_mode:
             raise ValueError(

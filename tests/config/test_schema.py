@@ -161,6 +161,7 @@ def test_explicit_nulls_where_upstream_defaults_to_null():
         ({"active_decode_blocks_threshold": 0.8}, "search_space.active_decode_blocks_threshold: Dynamo's Replay cannot model admission control, so a search that may choose kv_router could not score what it deploys; leave it null or set router_mode: [round_robin]"),
         ({"active_decode_blocks_threshold": 1.5, "router_mode": ["round_robin"]}, "search_space.active_decode_blocks_threshold: 1.5: input should be less than or equal to 1"),
         ({"gpu_budgett": 8}, "search_space.gpu_budgett: unknown field; allowed: active_decode_blocks_threshold,"),
+        ({"backend": ["trtllm"], "prefill_max_num_batched_tokens": [8192, 10000]}, "search_space.prefill_max_num_batched_tokens: 10000 is not a multiple of prefill_block_size 64; TensorRT-LLM's disagg KV cache transceiver requires it"),
     ],
 )
 def test_search_space_rules(space, expected):
@@ -172,6 +173,7 @@ def test_search_space_accepts_what_upstream_accepts():
         "backend": "sglang", "router_mode": "round_robin",  # a scalar pins a list knob
         "deployment_mode": ["disagg"], "parallel_configs": [{"prefill": {"tp": 2}, "decode": {"tp": 4, "replicas": 2}}],
         "agg_max_num_seqs": [100, 3000],  # superset: any positive integer
+        "prefill_max_num_batched_tokens": [10000],  # no multiple of the block size needed without trtllm
         "decode_enable_prefix_caching": True, "no_admission_control": True,
         "active_prefill_tokens_threshold": 4096,  # round_robin only: accepted, not deployed
     })).search_space
