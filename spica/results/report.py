@@ -7,8 +7,9 @@
     summary.json            tallies, timings, selection, predictor sub-sweep, engine versions
     plot.png                score vs GPUs, or the front
     deploy/NN-<key>/        for each selected candidate: dynamo.yaml (DynamoGraphDeployment,
-                            spica.deploy.manifest) and replay.json (the Replay call that
-                            reproduces its score)
+                            spica.deploy.manifest), replay.json (the Replay call that
+                            reproduces its score) and candidate.json (the unrolled sample,
+                            upstream's keys, with what it scored)
 """
 
 from __future__ import annotations
@@ -67,12 +68,15 @@ def write_results(
             undeployable[candidate.key] = str(exc)
             log.warning("%s: no manifest: %s", target.name, exc)
         (target / "replay.json").write_text(json.dumps(candidate.replay_input, indent=1, default=str))
+        provenance = {"key": candidate.key, "config": candidate.config, "score": candidate.score,
+                      "objectives": candidate.objectives, "metrics": candidate.metrics, "plan_fingerprint": plan.fingerprint}
+        (target / "candidate.json").write_text(json.dumps(provenance, indent=1, default=str))
     summary = {
         "plan_fingerprint": plan.fingerprint,
         "tallies": results.tallies,
         "timings": dict(timings),
         "selected": [candidate.key for candidate in selected],
-        "branches": [{"mode": branch.mode, "backends": list(branch.backends), "configs": len(branch.configs)} for branch in branches],
+        "branches": [{"deployment_mode": branch.mode, "backends": list(branch.backends), "configs": len(branch.configs)} for branch in branches],
         "predictor_sub_sweep": dict(predictor_report),
         "engine_versions": engine_versions(candidate.unrolled for candidate in selected),
         "undeployable": undeployable,

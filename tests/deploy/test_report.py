@@ -41,3 +41,6 @@ def test_write_results_writes_manifests_versions_and_undeployable(tmp_path: Path
         "bbbbbbbbbbbbbbbb": "prefill_max_num_batched_tokens: 8100 is not a multiple of prefill_block_size 64 "
         "(TRT-LLM's disagg cache transceiver requires it)"
     }
+    sample = json.loads((tmp_path / "deploy" / "01-aaaaaaaaaaaaaaaa" / "candidate.json").read_text())
+    assert sample["key"] == "aaaaaaaaaaaaaaaa" and sample["config"] == good.config  # the unrolled sample, upstream's keys
+    assert "deployment_mode" in sample["config"] and "mode" not in sample["config"]
