@@ -14,8 +14,8 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ValidationError
 
 from spica.config.errors import ConfigError, format_validation_error
-from spica.deploy.settings import DeploySettings
 from spica.config.schema import LOAD_FIELDS, OptimizationGoal, PositiveInt, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
+from spica.deploy.settings import DeploySettings
 
 
 class EvaluationSettings(_Frozen):
