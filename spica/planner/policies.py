@@ -93,5 +93,6 @@ def filter_scaling_policies(
         )
     for name, reason in dropped:
         log.warning("planner_scaling_policy %s dropped: %s", name, reason)
-    log.info("planner scaling policies kept for goal %s: %s", target, ", ".join(name for name, _ in kept))
+    if dropped:
+        log.info("planner scaling policies kept for goal %s: %s", target, ", ".join(name for name, _ in kept))
     return FilterResult(tuple(kept), tuple(dropped))

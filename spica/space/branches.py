@@ -311,6 +311,12 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
     """
     if request.needs_kv_capacity:
         capacity.require_memory_model()
+    if all(capacity.perf_data_version(request.hardware_sku, backend) is None for backend in request.backends):
+        known = capacity.known_systems()
+        raise ValueError(
+            f"search_space.hardware_sku: {request.hardware_sku!r} has no AI Configurator {capacity.aic_version()} perf data "
+            f"for {', '.join(request.backends)}; systems it knows: {', '.join(known)}"
+        )
     model = load_model_info(request.model_name)
     pins = [_parse_pin(entry, index, request.modes[0]) for index, entry in enumerate(request.pinned_parallel_configs)]
     enumerator = _Enumerator(request, model, capacity.memory_model_available())

@@ -51,6 +51,13 @@ def perf_data_version(system: str, backend: str) -> str | None:
     return version
 
 
+def known_systems() -> list[str]:
+    """Every system AI Configurator has a perf database for (any backend)."""
+    from aiconfigurator.sdk import perf_database
+
+    return sorted(system for system, backends in perf_database.get_supported_databases().items() if backends)
+
+
 @functools.lru_cache(maxsize=None)
 def _memory_module_present() -> bool:
     try:

@@ -7,9 +7,12 @@ source) so a table or an error can say which one excluded a shape and where it c
 
 from __future__ import annotations
 
+import difflib
 import functools
+import importlib.resources
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Mapping
 
 BACKENDS = ("vllm", "sglang", "trtllm")
@@ -28,10 +31,34 @@ class ModelInfo:
 
 
 @functools.lru_cache(maxsize=None)
+def bundled_models() -> list[str] | None:
+    """The HF ids whose configs AI Configurator ships (its package's model_configs folder);
+    None for a release that keeps them elsewhere (before aiconfigurator-core)."""
+    try:
+        folder = importlib.resources.files("aiconfigurator_core") / "model_configs"
+    except ModuleNotFoundError:
+        return None
+    suffix = "_config.json"
+    return sorted(
+        entry.name[: -len(suffix)].replace("--", "/", 1)
+        for entry in folder.iterdir()
+        if entry.name.endswith(suffix) and not entry.name.endswith("_hf_quant_config.json")
+    )
+
+
 def load_model_info(model_name: str) -> ModelInfo:
     """Dense vs MoE and the max context from AI Configurator's bundled (or local) HF config."""
     from aiconfigurator.sdk.utils import get_model_config_from_model_path
 
+    if not (Path(model_name) / "config.json").is_file():
+        bundled = bundled_models()
+        if bundled is not None and model_name not in bundled:  # AIC would try to download it, which cannot work offline
+            close = difflib.get_close_matches(model_name, bundled, n=4, cutoff=0.6)
+            hint = f"; close names: {', '.join(close)}" if close else f" (e.g. {', '.join(sorted(bundled)[:3])})"
+            raise ValueError(
+                f"search_space.model_name: {model_name!r} is not among AI Configurator's {len(bundled)} bundled models and is "
+                f"not a local folder with a config.json{hint}"
+            )
     try:
         parsed = get_model_config_from_model_path(model_name)
     except Exception as exc:  # AIC raises its own download / parse errors

@@ -81,9 +81,21 @@ def test_model_info_comes_from_aiconfigurator_configs() -> None:
     assert (deepseek.is_moe, deepseek.max_context) == (True, 163840)
 
 
-def test_unknown_model_is_a_one_line_error() -> None:
+def test_an_unknown_model_names_close_bundled_ones_without_trying_the_network() -> None:
     with pytest.raises(ValueError) as error:
-        load_model_info("/nonexistent/model")
+        load_model_info("Qwen/Qwen3-33B")
     message = str(error.value)
-    assert message.startswith("model_name '/nonexistent/model': AI Configurator has no usable config for it (")
-    assert "\n" not in message
+    assert message.startswith("search_space.model_name: 'Qwen/Qwen3-33B' is not among AI Configurator's ")
+    assert "bundled models and is not a local folder with a config.json; close names: Qwen/Qwen3-32B" in message
+    assert "\n" not in message and "HuggingFace" not in message
+    with pytest.raises(ValueError, match=r"^search_space.model_name: '/nonexistent/model' is not among"):
+        load_model_info("/nonexistent/model")
+
+
+def test_an_unknown_system_lists_the_known_ones() -> None:
+    from spica.space.branches import SpaceRequest, enumerate_branches
+
+    with pytest.raises(ValueError) as error:
+        enumerate_branches(SpaceRequest(model_name="Qwen/Qwen3-32B", hardware_sku="h999_sxm", modes=("agg",)))
+    assert str(error.value).startswith("search_space.hardware_sku: 'h999_sxm' has no AI Configurator ")
+    assert "perf data for vllm; systems it knows: " in str(error.value) and "h200_sxm" in str(error.value)
