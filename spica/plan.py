@@ -140,6 +140,13 @@ def load_plan(path: str | Path, *, check_versions: bool = True) -> Plan:
         raise PlanError(f"{path}: plan_format {data.get('plan_format')!r} is not {PLAN_FORMAT}; recompile it")
     if _fingerprint(data) != recorded:
         raise PlanError(f"{path}: fingerprint does not match the content (the file was edited); recompile it with `spica compile`")
+    versions, seed, trace_sha256 = data.get("versions"), data.get("seed"), data.get("trace_sha256")
+    if not isinstance(versions, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in versions.items()):
+        raise PlanError(f"{path}: versions must map each package to its version, got {versions!r:.60}; recompile it")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise PlanError(f"{path}: seed must be an integer, got {seed!r:.60}; recompile it")
+    if trace_sha256 is not None and not isinstance(trace_sha256, str):
+        raise PlanError(f"{path}: trace_sha256 must be a sha256 string or null, got {trace_sha256!r:.60}; recompile it")
     try:
         config = SmartSearchConfig.from_mapping(data["config"])
     except ConfigError as exc:

@@ -216,6 +216,8 @@ class SearchSpace(_Frozen):
     def _cross_field_rules(self) -> "SearchSpace":
         if self.min_gpu_budget is not None and self.min_gpu_budget > self.gpu_budget:
             raise ValueError(f"min_gpu_budget ({self.min_gpu_budget}) must be <= gpu_budget ({self.gpu_budget})")
+        if self.min_endpoint is not None and self.min_endpoint > self.gpu_budget:
+            raise ValueError(f"min_endpoint ({self.min_endpoint}) must be <= gpu_budget ({self.gpu_budget}): each endpoint needs a GPU")
         if self.offload_enabled and self.kv_bytes_per_token is None:
             raise ValueError("kv_bytes_per_token is required when host offload is on (num_g2_blocks > 0)")
         if self.parallel_configs and len(self.deployment_mode) != 1:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from spica.config.errors import ConfigError
 
 log = logging.getLogger("spica.results")
 STATUSES = ("feasible", "infeasible", "failed", "unsupported")
@@ -77,6 +80,18 @@ def _gpus(unrolled: Mapping[str, Any], prefix: str) -> int:
     return unrolled[f"{prefix}tp"] * unrolled[f"{prefix}pp"] * unrolled[f"{prefix}attention_dp"]
 
 
+def ensure_results_folder(folder: Path) -> None:
+    """The results folder exists and takes files, checked before any work (a read-only folder,
+    a file, or a path under a file is a one-line error, not a failure after the first replay)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".spica-write-check-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError([f"results_dir: {folder} cannot hold results ({exc.strerror or exc})"]) from None
+
+
 class Journal:
     """Append-only record of finished evaluations in a results folder (the resume source).
 
@@ -88,7 +103,7 @@ class Journal:
         self.path = folder / "evaluations.jsonl"
         self.fingerprint = fingerprint
         self.skipped = 0
-        folder.mkdir(parents=True, exist_ok=True)
+        ensure_results_folder(folder)
 
     def load(self) -> list[Candidate]:
         """Finished evaluations of this very plan; other plans' entries are ignored."""

@@ -1,0 +1,164 @@
+"""The bad-input corpus: each case is refused before any work, with exit status 2, one line
+naming the field and what is allowed, no traceback, within seconds."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from spica.cli import main
+
+SPACE = "search_space: {model_name: Qwen/Qwen3-32B, hardware_sku: h200_sxm, gpu_budget: 4, router_mode: [round_robin], planner_scaling_policy: [disabled]}\n"
+LOAD = "workload: {isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 2}\n"
+
+
+def refused(capsys, argv: list[str], expected: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2, err
+    assert time.monotonic() - started < 60
+    assert "Traceback" not in err
+    problems = [line.strip() for line in err.splitlines() if line.startswith("  ")]
+    assert len(problems) == 1, err
+    assert problems[0].startswith(expected), problems[0]
+
+
+CONFIGS = [
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: true") + LOAD, "search_space.gpu_budget: True: input should be a valid integer"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 0") + LOAD, "search_space.gpu_budget: 0: input should be greater than 0"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, min_endpoint: 100") + LOAD, "search_space: min_endpoint (100) must be <= gpu_budget (4)"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, min_gpu_budget: 8") + LOAD, "search_space: min_gpu_budget (8) must be <= gpu_budget (4)"),
+    (SPACE.replace("h200_sxm", "h999_sxm") + LOAD, "search_space.hardware_sku: 'h999_sxm' has no AI Configurator"),
+    (SPACE.replace("Qwen/Qwen3-32B", "Qwen/Qwen3-33B") + LOAD, "search_space.model_name: 'Qwen/Qwen3-33B' is not among AI Configurator's"),
+    (SPACE.replace("router_mode: [round_robin]", "router_mode: [random]") + LOAD, "search_space.router_mode[0]: 'random' is not one of kv_router, round_robin"),
+    (SPACE.replace("router_mode: [round_robin]", "router_mode: []") + LOAD, "search_space.router_mode: needs at least 1 entries, got 0"),
+    (SPACE.replace("planner_scaling_policy: [disabled]", "planner_scaling_policy: [turbo]") + LOAD, "search_space.planner_scaling_policy[0]: 'turbo' is not one of"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, aic_nextn: 9") + LOAD, "search_space.aic_nextn: 9: input should be less than or equal to 5"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, num_g2_blocks: 10") + LOAD, "search_space: kv_bytes_per_token is required when host offload is on"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, overlap_score_credit: [2.0]") + LOAD, "search_space.overlap_score_credit[0]: 2.0: input should be less than or equal to 1"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, deployment_mode: [agg], parallel_configs: [{pp: 2}]") + LOAD, "search_space.parallel_configs[0]: tp is required"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, parallel_configs: [{tp: 2}]") + LOAD, "search_space: parallel_configs needs deployment_mode to hold exactly one mode"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, gpu_budgett: 8") + LOAD, "search_space.gpu_budgett: unknown field; allowed:"),
+    (SPACE.replace("router_mode: [round_robin]", "router_mode: [kv_router], active_decode_blocks_threshold: 0.5") + LOAD, "search_space.active_decode_blocks_threshold: Dynamo's Replay cannot model admission control"),
+    (SPACE + "workload: {isl: 1024, osl: 128, concurrency: 8}\n", "workload: num_request_ratio is required for a synthetic workload"),
+    (SPACE + "workload: {isl: 1024, osl: 128, num_request_ratio: 2}\n", "workload: set exactly one of trace_path, request_rate, concurrency, kv_load_ratio (got: none)"),
+    (SPACE + "workload: {isl: 1024, osl: 128, concurrency: 8, request_rate: 1, num_request_ratio: 2}\n", "workload: set exactly one of"),
+    (SPACE + "workload: {isl: 1e30, osl: 128, concurrency: 8, num_request_ratio: 2}\n", "workload.isl: '1e30': input should be a valid integer"),
+    (SPACE + "workload: {isl: 1024, osl: 128, concurrency: 1e9, num_request_ratio: 2}\n", "workload.concurrency: '1e9' must be a positive integer"),
+    (SPACE + "workload: {isl: 1024, osl: 128, concurrency: [8, 16], num_request_ratio: 2}\n", "workload.concurrency: a list of levels is only allowed under goal.target pareto"),
+    (SPACE + "workload: {isl: 1024, osl: 128, kv_load_ratio: .inf, num_request_ratio: 2}\n", "workload.kv_load_ratio: inf must be a number ≥ 0, or [min, max] under a pareto goal"),
+    (SPACE + "workload: {isl: 1024, osl: 128, kv_load_ratio: -1, num_request_ratio: 2}\n", "workload.kv_load_ratio: -1 must be a number ≥ 0"),
+    (SPACE + "workload: {isl: 1024, osl: 128, kv_load_ratio: [0.0, 1.0], num_request_ratio: 2}\n", "workload.kv_load_ratio: a [min, max] range is only allowed under goal.target pareto"),
+    (SPACE + "workload: {isl: 1024, osl: 128, request_rate: .nan, num_request_ratio: 2}\n", "workload.request_rate: nan: input should be a finite number"),
+    (SPACE + "workload: {isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 2, replay_concurrency: 4}\n", "workload: replay_concurrency applies only to a trace workload"),
+    (SPACE + "workload: {trace_path: no/such.jsonl}\n", "workload.trace_path: trace file not found: no/such.jsonl"),
+    (SPACE + "workload: {isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 2, shared_prefix_ratio: 2}\n", "workload.shared_prefix_ratio: 2: input should be less than or equal to 1"),
+    (SPACE + LOAD + "goal: {target: goodput}\n", "goal: target goodput needs sla.e2e_ms, or both sla.ttft_ms and sla.itl_ms"),
+    (SPACE + LOAD + "goal: {target: fastest}\n", "goal.target: 'fastest' is not one of throughput,"),
+    (SPACE + LOAD + "goal: {target: goodput, sla: {ttft_ms: .inf, itl_ms: 50}}\n", "goal.sla.ttft_ms: inf: input should be a finite number"),
+    (SPACE + LOAD + "goal: {target: goodput, sla: {ttft_ms: 0, itl_ms: 50}}\n", "goal.sla.ttft_ms: 0: input should be greater than 0"),
+    (SPACE + LOAD + "goal: {pareto_objectives: [throughput, e2e_latency]}\n", "goal: pareto_objectives is only allowed when target is pareto"),
+    (SPACE + LOAD + "goal: {target: pareto, pareto_objectives: [goodput, e2e_latency]}\n", "goal: pareto objective goodput needs sla.e2e_ms"),
+    (SPACE + LOAD + "goal: {target: pareto, pareto_objectives: [throughput]}\n", "goal.pareto_objectives: needs at least 2 entries, got 1"),
+    (SPACE + LOAD + "goal: {sla: 5}\n", "goal.sla: 5 must be a mapping of e2e_ms, itl_ms, ttft_ms"),
+    (SPACE + LOAD + "sweep: {max_rounds: 0}\n", "sweep.max_rounds: 0: input should be greater than 0"),
+    (SPACE + LOAD + "sweep: {seed: 1, random_seed: 2}\n", "sweep: seed is the earlier name of random_seed; give only random_seed"),
+    (SPACE + LOAD + "sweep: {algorithm: bayes}\n", "sweep.algorithm: 'bayes' is not one of vizier, grid"),
+    (SPACE + LOAD + "sweep: {max_eval_seconds: -1}\n", "sweep.max_eval_seconds: -1: input should be greater than 0"),
+    (SPACE + LOAD + "sweep: {max_rounds: 8, max_rounds: 1}\n", "max_rounds: given twice in one mapping"),
+    (SPACE + LOAD + "extra: {}\n", "extra: unknown field; allowed: goal, search_space, sweep, workload"),
+    (LOAD, "search_space: required field is missing"),
+    (SPACE, "workload: required field is missing"),
+    ("- just\n- a list\n", "config: expected a mapping"),
+    ("search_space: [unclosed\n", ""),
+    (SPACE + LOAD + "evaluation: {executor: k8s}\n", "evaluation.executor: 'k8s' is not one of local, slurm"),
+    (SPACE + LOAD + "evaluation: {max_paralel: 3}\n", "evaluation.max_paralel: unknown field; allowed:"),
+    (SPACE + LOAD + "deploy: {namespace: Not_A_Name}\n", "deploy.namespace:"),
+]
+
+
+@pytest.mark.parametrize("text, expected", CONFIGS, ids=[f"config{i}" for i in range(len(CONFIGS))])
+def test_bad_config_files(tmp_path, monkeypatch, capsys, text, expected):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    refused(capsys, ["--config-file", str(path), "--results-dir", str(tmp_path / "out")], expected or f"{path}: not valid YAML")
+    assert not (tmp_path / "out" / "evaluations.jsonl").exists()
+
+
+def test_bad_bytes_and_paths(tmp_path, capsys):
+    utf16 = tmp_path / "utf16.yaml"
+    utf16.write_bytes((SPACE + LOAD).encode("utf-16"))
+    refused(capsys, ["--config-file", str(utf16)], f"{utf16}: not UTF-8 text")
+    refused(capsys, ["--config-file", str(tmp_path)], f"config file {tmp_path}: a directory")
+    refused(capsys, ["--config-file", str(tmp_path / "none.yaml")], f"config file {tmp_path / 'none.yaml'}: not found")
+
+
+OVERRIDES = [
+    (["sweep.max_rounds=zero"], "sweep.max_rounds: 'zero': input should be a valid integer"),
+    (["search_space.backend=[tensorrt]"], "search_space.backend[0]: 'tensorrt' is not one of vllm, sglang, trtllm"),
+    (["goal.target=pareto", "goal.pareto_objectives=[pareto, throughput]"], "goal.pareto_objectives: pareto is not an objective"),
+    (["workload.num_request_ratio=0"], "workload.num_request_ratio: 0: input should be greater than 0"),
+]
+
+
+@pytest.mark.parametrize("overrides, expected", OVERRIDES, ids=[f"override{i}" for i in range(len(OVERRIDES))])
+def test_bad_overrides_of_a_config_file(tmp_path, capsys, overrides, expected):
+    path = tmp_path / "c.yaml"
+    path.write_text(SPACE + LOAD)
+    refused(capsys, ["--config-file", str(path), *overrides], expected)
+
+
+def test_results_folders_that_cannot_hold_results(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    refused(capsys, ["--config-file", str(config), "--results-dir", str(a_file)], f"results_dir: {a_file} cannot hold results")
+    refused(capsys, ["--config-file", str(config), "--results-dir", str(a_file / "under")], f"results_dir: {a_file / 'under'} cannot hold results")
+    refused(capsys, ["--config-file", str(config), "--results-dir", "/proc/spica-results"], "results_dir: /proc/spica-results cannot hold results")
+
+
+def _plan(tmp_path) -> Path:
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    main(["compile", "--config-file", str(config), "-o", str(tmp_path / "plan.yaml")])
+    return tmp_path / "plan.yaml"
+
+
+def _resigned(path: Path, edit) -> Path:
+    from spica.plan import _fingerprint
+
+    data = yaml.safe_load(path.read_text())
+    data.pop("fingerprint")
+    edit(data)
+    path.write_text(yaml.safe_dump({"fingerprint": _fingerprint(data), **data}))
+    return path
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (lambda data: data.pop("versions"), "versions must map each package to its version, got None"),
+        (lambda data: data.update(versions=["spica"]), "versions must map each package to its version, got ['spica']"),
+        (lambda data: data.update(seed="one"), "seed must be an integer, got 'one'"),
+        (lambda data: data.update(trace_sha256=5), "trace_sha256 must be a sha256 string or null, got 5"),
+        (lambda data: data["config"]["workload"].pop("num_request_ratio"), "the recorded config is no longer valid: workload: num_request_ratio is required"),
+    ],
+)
+def test_bad_plans(tmp_path, capsys, edit, expected):
+    plan = _resigned(_plan(tmp_path), edit)
+    capsys.readouterr()
+    refused(capsys, ["run-plan", str(plan), "-o", str(tmp_path / "out")], f"{plan}: {expected}")
+
+
+def test_an_edited_plan(tmp_path, capsys):
+    plan = _plan(tmp_path)
+    plan.write_text(plan.read_text().replace("gpu_budget: 4", "gpu_budget: 5"))
+    capsys.readouterr()
+    refused(capsys, ["run-plan", str(plan)], f"{plan}: fingerprint does not match the content")
