@@ -211,8 +211,11 @@ def _hydra_app() -> None:
     import hydra
     from hydra.core.hydra_config import HydraConfig
 
+    started = []
+
     @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
     def app(cfg: DictConfig) -> None:
+        started.append(True)
         logging.getLogger().setLevel(logging.WARNING)  # Hydra sets the root to INFO; libraries stay quiet
         for name in [name for name in logging.root.manager.loggerDict if name.split(".")[0] == "spica"]:
             logging.getLogger(name).disabled = False  # Hydra's logging config disables loggers made before it
@@ -221,8 +224,17 @@ def _hydra_app() -> None:
             _search_and_report(config, settings, settings.results_dir or HydraConfig.get().runtime.output_dir)
 
     register_schema()
-    sys.argv = [sys.argv[0], *normalise_overrides(sys.argv[1:])]
-    app()
+    overrides = normalise_overrides(sys.argv[1:])
+    results_dir = next((item.split("=", 1)[1] for item in overrides if item.startswith("results_dir=")), None)
+    if results_dir and not any(item.startswith(("hydra.run.dir=", "-m", "--multirun")) for item in overrides):
+        overrides.append(f"hydra.run.dir={results_dir}")  # Hydra's own files go there, not into ./outputs
+    sys.argv = [sys.argv[0], *overrides]
+    try:
+        app()
+    except SystemExit as exc:
+        if exc.code == 1 and not started:  # Hydra refused the overrides or the config before the search
+            raise SystemExit(EXIT_USAGE) from None
+        raise
 
 
 class _user_errors:

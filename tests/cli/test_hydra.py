@@ -175,3 +175,18 @@ def test_ctrl_c_keeps_finished_work_and_says_how_to_resume(monkeypatch, capsys):
         spica.cli._search_and_report(config, app, "/tmp/results-x")
     assert exit_info.value.code == 130
     assert "interrupted. Finished evaluations are kept; run again with results_dir=/tmp/results-x to resume." in capsys.readouterr().err
+
+
+def test_an_override_hydra_refuses_exits_2(tmp_path):
+    run = _spica("evaluation.max_paralel=3", f"results_dir={tmp_path / 'r'}", cwd=tmp_path)
+    assert run.returncode == 2 and "Could not override 'evaluation.max_paralel'" in run.stderr
+    assert not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.e2e
+def test_results_dir_holds_hydras_files_and_no_outputs_folder_is_made(tmp_path):
+    results = tmp_path / "r"
+    run = _spica("mode=agg", "backend=vllm", "sweep.max_rounds=1", f"results_dir={results}", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (results / "ledger.json").exists() and (results / ".hydra" / "overrides.yaml").exists()
+    assert not (tmp_path / "outputs").exists()
