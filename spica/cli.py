@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -114,12 +115,12 @@ def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir:
     from spica.search import run_smart_search
 
     pool = evaluation_pool(app.evaluation, results_dir)
-    try:
-        with _resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
+    with _resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
+        try:
             run_smart_search(config, results_dir=results_dir, pool=pool, progress=True, deploy=app.deploy)
-    finally:
-        if pool is not None:
-            pool.close()
+        finally:
+            if pool is not None:
+                pool.close()
 
 
 class _Terminated(KeyboardInterrupt):
@@ -143,7 +144,13 @@ def _resumable(again_with: str) -> Iterator[None]:
     except KeyboardInterrupt as exc:
         how = "terminated" if isinstance(exc, _Terminated) else "interrupted"
         print(f"\nspica: {how}. Finished evaluations are kept; run again with {again_with} to resume.", file=sys.stderr)
-        raise SystemExit(143 if isinstance(exc, _Terminated) else 130) from None
+        # Everything the search started is shut down and every finished evaluation is on disk by
+        # now. Leave without interpreter finalization: a JAX thread still tracing would be torn
+        # down mid-C++ and abort the process (exit -6) instead of exiting with this code.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(143 if isinstance(exc, _Terminated) else 130)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

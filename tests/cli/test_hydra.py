@@ -162,21 +162,6 @@ def test_run_plan_refuses_a_tampered_plan(tmp_path):
     assert "Traceback" not in run.stderr
 
 
-def test_ctrl_c_keeps_finished_work_and_says_how_to_resume(monkeypatch, capsys):
-    import spica.cli
-    import spica.search
-
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(spica.search, "run_smart_search", interrupted)
-    config, app = compose([])
-    with pytest.raises(SystemExit) as exit_info:
-        spica.cli._search_and_report(config, app, "/tmp/results-x")
-    assert exit_info.value.code == 130
-    assert "interrupted. Finished evaluations are kept; run again with results_dir=/tmp/results-x to resume." in capsys.readouterr().err
-
-
 def test_an_override_hydra_refuses_exits_2(tmp_path):
     run = _spica("evaluation.max_paralel=3", f"results_dir={tmp_path / 'r'}", cwd=tmp_path)
     assert run.returncode == 2 and "Could not override 'evaluation.max_paralel'" in run.stderr

@@ -49,7 +49,7 @@ def _alive(pids: set[int]) -> set[int]:
 def _start(results: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
-         "--results-dir", str(results), "sweep.max_rounds=40"],
+         "--results-dir", str(results), "sweep.max_rounds=10"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -63,29 +63,30 @@ def _wait_for_evaluations(journal: Path, count: int, process: subprocess.Popen) 
     pytest.fail(f"the search did not reach {count} evaluations")
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGKILL, -9)])
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGKILL, -9)])
 def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code):
     results = tmp_path / "results"
     search = _start(results)
     journal = results / "evaluations.jsonl"
-    _wait_for_evaluations(journal, 3, search)
+    _wait_for_evaluations(journal, 1, search)  # early: the study's JAX warm-up is still running
     started = _descendants(search.pid)
     assert started, "the search runs worker processes"
     search.send_signal(signum)
     _, stderr = search.communicate(timeout=120)
     assert search.returncode == code
-    if signum == signal.SIGTERM:
-        assert "spica: terminated. Finished evaluations are kept; run again with results_dir=" in stderr
+    if signum != signal.SIGKILL:
+        how = "terminated" if signum == signal.SIGTERM else "interrupted"
+        assert f"spica: {how}. Finished evaluations are kept; run again with results_dir={results} to resume." in stderr
         assert "Traceback" not in stderr
     deadline = time.monotonic() + 15
     while _alive(started) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(started), "processes the search started outlived it"
     finished = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip().endswith("}")]
-    assert len(finished) >= 3
+    assert len(finished) >= 1
     again = subprocess.run(
         [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
-         "--results-dir", str(results), "sweep.max_rounds=40"],
+         "--results-dir", str(results), "sweep.max_rounds=10"],
         cwd=REPO, capture_output=True, text=True, timeout=900,
     )
     assert again.returncode == 0, again.stderr[-2000:]
