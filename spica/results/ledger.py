@@ -105,6 +105,33 @@ class Journal:
         self.skipped = 0
         ensure_results_folder(folder)
 
+    def lock(self) -> None:
+        """Hold the folder for this search: a second search into it is refused, naming the holder.
+        The lock is the kernel's (flock), so it ends with the process however that ends."""
+        import fcntl
+
+        path = self.path.parent / ".spica.lock"
+        handle = path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            handle.close()
+            raise ConfigError([f"results_dir: {self.path.parent} is in use by another search (PID {holder}); "
+                               "wait for it or choose another folder"]) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._lock = handle
+
+    def unlock(self) -> None:
+        handle = getattr(self, "_lock", None)
+        if handle is not None:
+            handle.close()  # closing the file releases the flock
+            self._lock = None
+
     def load(self) -> list[Candidate]:
         """Finished evaluations of this very plan; other plans' entries are ignored."""
         if not self.path.exists():

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -59,6 +60,7 @@ def write_results(
         title=f"{config.search_space.model_name} on {config.search_space.hardware_sku} — {config.goal.target}",
     )
     undeployable: dict[str, str] = {}
+    shutil.rmtree(folder / "deploy", ignore_errors=True)  # it holds this run's selection only
     for index, candidate in enumerate(selected, 1):
         target = folder / "deploy" / f"{index:02d}-{candidate.key}"
         target.mkdir(parents=True, exist_ok=True)

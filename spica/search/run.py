@@ -155,9 +155,22 @@ def run_smart_search(
     """
     started = time.monotonic()
     plan = _as_plan(config)
-    config = plan.config
     folder = Path(results_dir) if results_dir is not None else Path("results") / plan.short_id
     journal = Journal(folder, plan.fingerprint) if write else None
+    if journal:
+        journal.lock()
+    try:
+        return _search(plan, folder, journal, pool, progress, write, deploy, started)
+    finally:
+        if journal:
+            journal.unlock()
+
+
+def _search(
+    plan: Plan, folder: Path, journal: Journal | None, pool: EvaluationPool | None, progress: bool, write: bool,
+    deploy: DeploySettings | None, started: float,
+) -> SearchResults:
+    config = plan.config
     finished = journal.load() if journal else []
     # a candidate whose process died under it is measured again, not reused as failed
     measured: dict[str, Candidate] = {candidate.key: candidate for candidate in finished if not candidate.transient}

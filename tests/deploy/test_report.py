@@ -28,6 +28,7 @@ def test_write_results_writes_manifests_versions_and_undeployable(tmp_path: Path
     bad = replace(candidate(bad_unrolled), key="bbbbbbbbbbbbbbbb", objectives={"throughput_per_gpu": 1.0})
     results = Results([good, bad])
     results.ledger, results.tallies = [good, bad], {"feasible": 2}
+    (tmp_path / "deploy" / "07-from-an-earlier-run").mkdir(parents=True)
     write_results(tmp_path, compile_plan(config), results, predictor_report={}, timings={}, branches=[],
                   deploy=DeploySettings(namespace="prod"))  # fmt: skip
     manifest = yaml.safe_load((tmp_path / "deploy" / "01-aaaaaaaaaaaaaaaa" / "dynamo.yaml").read_text())
@@ -44,3 +45,4 @@ def test_write_results_writes_manifests_versions_and_undeployable(tmp_path: Path
     sample = json.loads((tmp_path / "deploy" / "01-aaaaaaaaaaaaaaaa" / "candidate.json").read_text())
     assert sample["key"] == "aaaaaaaaaaaaaaaa" and sample["config"] == good.config  # the unrolled sample, upstream's keys
     assert "deployment_mode" in sample["config"] and "mode" not in sample["config"]
+    assert sorted(path.name for path in (tmp_path / "deploy").iterdir()) == ["01-aaaaaaaaaaaaaaaa", "02-bbbbbbbbbbbbbbbb"]

@@ -38,3 +38,24 @@ def test_only_failures_of_the_process_are_transient():
     real = Candidate("k", "agg", 0, "failed", {}, reason="invalid_input: ValueError: bad")
     overrun = Candidate("k", "agg", 0, "infeasible", {}, reason="exceed runtime: replay exceeded the 600 s time cap")
     assert (lost.transient, crashed.transient, real.transient, overrun.transient) == (True, True, False, False)
+
+
+def test_a_second_search_into_a_held_folder_is_refused_naming_the_holder(tmp_path):
+    import os
+
+    import pytest
+
+    from spica.config import ConfigError
+
+    first = Journal(tmp_path, "plan")
+    first.lock()
+    try:
+        with pytest.raises(ConfigError) as info:
+            Journal(tmp_path, "another plan").lock()
+        assert info.value.lines == [f"results_dir: {tmp_path} is in use by another search (PID {os.getpid()}); "
+                                    "wait for it or choose another folder"]
+    finally:
+        first.unlock()
+    again = Journal(tmp_path, "plan")
+    again.lock()  # free again once the holder let go
+    again.unlock()
