@@ -7,6 +7,7 @@ not match its content (hand edits) or whose recorded versions differ from the in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -75,6 +76,24 @@ class Plan:
     @property
     def short_id(self) -> str:
         return self.fingerprint[:12]
+
+    @functools.cached_property
+    def scores_fingerprint(self) -> str:
+        """What a candidate's measured result depends on beyond the candidate itself (whose
+        unrolled sample is self-contained): the traffic, the goal, the timing mode, the versions
+        and the trace. Sweep settings such as parallel_evals, rounds or the time cap are left
+        out, so changing them keeps every finished result; the seed counts only where it draws
+        the arrivals (a request-rate workload)."""
+        config = self.config
+        body = {
+            "versions": dict(self.versions),
+            "trace_sha256": self.trace_sha256,
+            "workload": config.workload.model_dump(mode="json"),
+            "goal": config.goal.model_dump(mode="json"),
+            "timing": config.sweep.timing,
+            "arrival_seed": config.sweep.seed if config.workload.kind == "request_rate" else None,
+        }
+        return _fingerprint(body)
 
     def body(self) -> dict[str, Any]:
         return _body(self.config, self.versions, self.trace_sha256)

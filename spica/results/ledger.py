@@ -40,6 +40,7 @@ class Candidate:
     replay_input: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     plan_fingerprint: str = ""
+    scores_fingerprint: str = ""  # what its result depends on beyond itself (Plan.scores_fingerprint)
     provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -49,6 +50,11 @@ class Candidate:
     @property
     def transient(self) -> bool:
         return self.status == "failed" and (self.reason or "").split(":", 1)[0] in TRANSIENT_REASONS
+
+    def overran_before(self, cap_seconds: float | None) -> bool:
+        """An "exceed runtime" result that a longer (or no) time cap might turn into a score."""
+        overran = self.status == "infeasible" and (self.reason or "").startswith("exceed runtime")
+        return overran and (cap_seconds is None or cap_seconds > self.seconds)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -99,10 +105,12 @@ class Journal:
     new line, and lines that do not hold a record are skipped (and counted) on resume.
     """
 
-    def __init__(self, folder: Path, fingerprint: str):
+    def __init__(self, folder: Path, fingerprint: str, scores_fingerprint: str = ""):
         self.path = folder / "evaluations.jsonl"
         self.fingerprint = fingerprint
+        self.scores_fingerprint = scores_fingerprint
         self.skipped = 0
+        self.foreign = 0  # records measured for another workload, goal or versions
         ensure_results_folder(folder)
 
     def lock(self) -> None:
@@ -133,11 +141,12 @@ class Journal:
             self._lock = None
 
     def load(self) -> list[Candidate]:
-        """Finished evaluations of this very plan; other plans' entries are ignored."""
+        """Finished evaluations whose results hold for this plan (the same scores fingerprint,
+        or for records written before it existed, the same plan); others are counted, not used."""
         if not self.path.exists():
             return []
         found = []
-        self.skipped = 0
+        self.skipped = self.foreign = 0
         for line in self.path.read_text(errors="replace").splitlines():
             if not line.strip():
                 continue
@@ -145,13 +154,23 @@ class Journal:
                 data = json.loads(line)
                 if not (isinstance(data, dict) and isinstance(data.get("unrolled"), dict) and data.get("status") in STATUSES):
                     raise ValueError("not a record")
-                if data.get("plan_fingerprint") == self.fingerprint:
+                if self._holds(data):
                     found.append(Candidate.from_dict(data))
+                else:
+                    self.foreign += 1
             except (ValueError, TypeError):  # a torn line, or text that is no record
                 self.skipped += 1
         if self.skipped:
             log.warning("%s: skipped %d line(s) that hold no evaluation record", self.path, self.skipped)
+        if self.foreign:
+            log.warning("%s: %d finished evaluation(s) were measured for another workload, goal or versions "
+                        "and are not reused", self.path, self.foreign)
         return found
+
+    def _holds(self, data: Mapping[str, Any]) -> bool:
+        if data.get("scores_fingerprint"):
+            return data["scores_fingerprint"] == self.scores_fingerprint
+        return data.get("plan_fingerprint") == self.fingerprint
 
     def append(self, candidate: Candidate) -> None:
         record = json.dumps(candidate.to_dict(), default=str) + "\n"
@@ -175,7 +194,7 @@ def write_ledger(folder: Path, candidates: Iterable[Candidate]) -> tuple[Path, P
     json_path.write_text(json.dumps(rows, indent=1, default=str))
     flat_rows = []
     for row in rows:
-        flat = {key: row[key] for key in ("key", "branch", "round", "status", "reason", "score", "seconds", "plan_fingerprint")}
+        flat = {key: row[key] for key in ("key", "branch", "round", "status", "reason", "score", "seconds", "plan_fingerprint", "scores_fingerprint")}
         flat.update(_flat("objective.", row["objectives"]))
         flat.update(_flat("metric.", row["metrics"]))
         flat.update(_flat("config.", row["unrolled"]))

@@ -243,7 +243,8 @@ def _tell(study: Study, trial_id: int, candidate: Candidate) -> None:
 def _candidate(plan: Plan, branch: str, round_index: int, key: str, unrolled: dict[str, Any], outcome: Evaluation | BaseException) -> Candidate:
     if isinstance(outcome, BaseException):
         category = "worker_lost" if isinstance(outcome, WorkerLost) else "error"
-        return Candidate(key, branch, round_index, "failed", unrolled, reason=f"{category}: {type(outcome).__name__}: {outcome}", plan_fingerprint=plan.fingerprint)
+        return Candidate(key, branch, round_index, "failed", unrolled, reason=f"{category}: {type(outcome).__name__}: {outcome}",
+                         plan_fingerprint=plan.fingerprint, scores_fingerprint=plan.scores_fingerprint)
     config = plan.config
     objectives = {name: outcome.objectives[name] for name in config.goal.objectives if name in outcome.objectives}
     signed = score.candidate_score(config.goal.objectives, config.goal.target == "pareto", outcome.objectives) if outcome.status == "feasible" else None
@@ -260,5 +261,6 @@ def _candidate(plan: Plan, branch: str, round_index: int, key: str, unrolled: di
         replay_input=outcome.replay_input,
         seconds=outcome.seconds,
         plan_fingerprint=plan.fingerprint,
+        scores_fingerprint=plan.scores_fingerprint,
         provenance=outcome.provenance,
     )

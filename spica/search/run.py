@@ -156,7 +156,7 @@ def run_smart_search(
     started = time.monotonic()
     plan = _as_plan(config)
     folder = Path(results_dir) if results_dir is not None else Path("results") / plan.short_id
-    journal = Journal(folder, plan.fingerprint) if write else None
+    journal = Journal(folder, plan.fingerprint, plan.scores_fingerprint) if write else None
     if journal:
         journal.lock()
     try:
@@ -172,8 +172,12 @@ def _search(
 ) -> SearchResults:
     config = plan.config
     finished = journal.load() if journal else []
-    # a candidate whose process died under it is measured again, not reused as failed
-    measured: dict[str, Candidate] = {candidate.key: candidate for candidate in finished if not candidate.transient}
+    # a candidate whose process died under it, or that overran a shorter time cap than today's,
+    # is measured again, not reused as failed
+    cap = config.sweep.max_eval_seconds
+    measured: dict[str, Candidate] = {
+        candidate.key: candidate for candidate in finished if not (candidate.transient or candidate.overran_before(cap))
+    }
     if measured:
         log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
 

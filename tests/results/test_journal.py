@@ -59,3 +59,9 @@ def test_a_second_search_into_a_held_folder_is_refused_naming_the_holder(tmp_pat
     again = Journal(tmp_path, "plan")
     again.lock()  # free again once the holder let go
     again.unlock()
+
+
+def test_an_overrun_is_measured_again_only_under_a_longer_cap():
+    overrun = Candidate("k", "agg", 0, "infeasible", {}, reason="exceed runtime: replay exceeded the 60 s time cap", seconds=60.2)
+    assert not overrun.overran_before(60.0) and overrun.overran_before(600.0) and overrun.overran_before(None)
+    assert not Candidate("k", "agg", 0, "feasible", {}, seconds=1.0).overran_before(None)

@@ -160,3 +160,21 @@ def test_a_candidate_whose_worker_died_is_measured_again_on_resume(tmp_path):
     assert json.loads(pool.replayed[0]) == lost["unrolled"]
     assert [c.key for c in again.ledger] == [c.key for c in first.ledger]
     assert all(c.feasible for c in again.ledger)
+
+
+def test_settings_that_cannot_change_a_score_keep_every_finished_result(tmp_path):
+    first = run_smart_search(small(), results_dir=tmp_path)
+    pool = CountingPool()
+    again = run_smart_search(small(sweep={"parallel_evals": 4, "max_eval_seconds": 300}), results_dir=tmp_path, pool=pool)
+    assert again.plan.fingerprint != first.plan.fingerprint  # another plan ...
+    assert pool.replayed == []  # ... whose every candidate was already measured
+    assert [c.key for c in again.ledger] == [c.key for c in first.ledger]
+
+
+def test_results_of_another_workload_are_not_reused_and_it_is_said(tmp_path, caplog):
+    run_smart_search(small(), results_dir=tmp_path)
+    pool = CountingPool()
+    with caplog.at_level("WARNING", logger="spica.results"):
+        other = run_smart_search(small(workload={"num_request_ratio": 4}), results_dir=tmp_path, pool=pool)
+    assert len(pool.replayed) == len(other.ledger) > 0
+    assert "were measured for another workload, goal or versions and are not reused" in caplog.text
