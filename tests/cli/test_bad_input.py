@@ -31,6 +31,8 @@ def refused(capsys, argv: list[str], expected: str) -> None:
 CONFIGS = [
     (SPACE.replace("gpu_budget: 4", "gpu_budget: true") + LOAD, "search_space.gpu_budget: True: input should be a valid integer"),
     (SPACE.replace("gpu_budget: 4", "gpu_budget: 0") + LOAD, "search_space.gpu_budget: 0: input should be greater than 0"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 100000") + LOAD, "search_space.gpu_budget: 100000 is above the 1024 GPUs Spica enumerates"),
+    (SPACE.replace("gpu_budget: 4", "gpu_budget: 1000000000000000000000000000000") + LOAD, "search_space.gpu_budget: 1000000000000000000000000000000 is above the 1024 GPUs"),
     (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, min_endpoint: 100") + LOAD, "search_space: min_endpoint (100) must be <= gpu_budget (4)"),
     (SPACE.replace("gpu_budget: 4", "gpu_budget: 4, min_gpu_budget: 8") + LOAD, "search_space: min_gpu_budget (8) must be <= gpu_budget (4)"),
     (SPACE.replace("h200_sxm", "h999_sxm") + LOAD, "search_space.hardware_sku: 'h999_sxm' has no AI Configurator"),
