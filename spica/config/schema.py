@@ -30,6 +30,7 @@ from pydantic import (
 
 from spica.config import composites, presets
 from spica.config.errors import ConfigError, format_validation_error
+from spica.config.trace import check_trace
 
 log = logging.getLogger("spica.config")
 
@@ -141,6 +142,9 @@ def _parallel_config_entry(entry: Any) -> dict[str, Any]:
 def parallel_config_mode(entry: Mapping[str, Any]) -> Mode:
     return "disagg" if "prefill" in entry else "agg"
 
+
+MAX_REPLAY_REQUESTS = 1_000_000
+"""Replay holds every request in memory (about 1 GB per 100,000 here)."""
 
 MAX_ENUMERATED_GPU_BUDGET = 1024
 """Measured here: enumerating a dense model's agg and disagg pools takes 12 s and 0.9 GB at
@@ -349,6 +353,7 @@ class Workload(_Frozen):
         path = path if path.is_absolute() else Path.cwd() / path
         if not path.is_file():
             raise ValueError(f"trace file not found: {value} (looked at {path})")
+        check_trace(path)  # TraceError (a ValueError) names the first bad line and its field
         return str(path.resolve())
 
     @model_validator(mode="after")
@@ -540,6 +545,22 @@ class SmartSearchConfig(_Frozen):
 
     @model_validator(mode="after")
     def _cross_block_rules(self) -> "SmartSearchConfig":
+        workload, context = self.workload, self.search_space.context_length
+        if workload.is_synthetic and workload.kind != "kv_load_ratio":
+            count = workload.resolved_request_count()
+            if count > MAX_REPLAY_REQUESTS:
+                raise ValueError(
+                    f"workload: num_request_ratio × load = {count:,} requests per replay; at most {MAX_REPLAY_REQUESTS:,} fit in memory"
+                )
+        if context is not None and workload.is_synthetic and workload.isl + workload.osl > context:
+            raise ValueError(
+                f"workload: isl + osl = {workload.isl + workload.osl} tokens does not fit search_space.context_length {context}"
+            )
+        if context is not None and workload.is_trace_based:
+            longest = check_trace(workload.trace_path).longest_request_tokens
+            if longest > context:  # Replay serves them anyway; a deployment would refuse them
+                log.warning("workload: the trace's longest request (%d tokens) exceeds search_space.context_length %d",
+                            longest, context)
         if not self.goal.is_pareto:
             if len(self.workload.concurrency_levels()) > 1:
                 raise ValueError("workload.concurrency: a list of levels is only allowed under goal.target pareto; give one value")

@@ -15,7 +15,7 @@ SPACE = "search_space: {model_name: Qwen/Qwen3-32B, hardware_sku: h200_sxm, gpu_
 LOAD = "workload: {isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 2}\n"
 
 
-def refused(capsys, argv: list[str], expected: str) -> None:
+def refused(capsys, argv: list[str], expected: str) -> str:
     started = time.monotonic()
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
@@ -26,6 +26,7 @@ def refused(capsys, argv: list[str], expected: str) -> None:
     problems = [line.strip() for line in err.splitlines() if line.startswith("  ")]
     assert len(problems) == 1, err
     assert problems[0].startswith(expected), problems[0]
+    return problems[0]
 
 
 CONFIGS = [
@@ -164,3 +165,54 @@ def test_an_edited_plan(tmp_path, capsys):
     plan.write_text(plan.read_text().replace("gpu_budget: 4", "gpu_budget: 5"))
     capsys.readouterr()
     refused(capsys, ["run-plan", str(plan)], f"{plan}: fingerprint does not match the content")
+
+
+GOOD_ROW = '{"timestamp": 0, "input_length": 600, "output_length": 10, "hash_ids": [1, 2]}\n'
+TRACES = [
+    ("", "holds no request"),
+    ("not json\n", "line 1: not a JSON object (a mooncake trace has one per line)"),
+    ("42\n", "line 1: '42' is not a JSON object"),
+    (GOOD_ROW + '{"timestamp": 5, "output_length": 10, "hash_ids": [1, 2]}\n', "line 2: input_length None must be a positive integer"),
+    (GOOD_ROW + '{"timestamp": 5, "input_length": "600", "output_length": 10, "hash_ids": [1, 2]}\n', "line 2: input_length '600' must be a positive integer"),
+    ('{"timestamp": 0, "input_length": 600, "output_length": 10, "hash_ids": [1]}\n', "line 1: 1 hash_ids cover 512 tokens, fewer than input_length 600"),
+    ('{"timestamp": -5, "input_length": 600, "output_length": 10, "hash_ids": [1, 2]}\n', "line 1: timestamp -5 must be a number of ms ≥ 0"),
+    ('{"timestamp": 9, "input_length": 600, "output_length": 10, "hash_ids": [1, 2]}\n' + GOOD_ROW, "line 2: timestamp 0 goes back from 9"),
+    (GOOD_ROW.replace("[1, 2]", '"abc"'), "line 1: hash_ids must be a list of integers"),
+]
+
+
+@pytest.mark.parametrize("rows, expected", TRACES, ids=[f"trace{i}" for i in range(len(TRACES))])
+def test_bad_traces_name_the_line_and_field(tmp_path, capsys, rows, expected):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(rows)
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + f"workload: {{trace_path: {trace}}}\n")
+    line = refused(capsys, ["--config-file", str(config)], f"workload.trace_path: {trace}")
+    assert expected in line
+
+
+def test_bad_trace_messages(tmp_path):
+    from spica.config.trace import TraceError, check_trace
+
+    for index, (rows, expected) in enumerate(TRACES):
+        trace = tmp_path / f"t{index}.jsonl"
+        trace.write_text(rows)
+        with pytest.raises(TraceError) as info:
+            check_trace(trace)
+        assert expected in str(info.value), (rows, str(info.value))
+    with pytest.raises(TraceError, match="not a JSON object|not UTF-8"):
+        check_trace("/etc/shadow")
+
+
+@pytest.mark.parametrize(
+    "workload, expected",
+    [
+        ("{isl: 1024, osl: 128, concurrency: 1000000000, num_request_ratio: 2}", "workload: num_request_ratio × load = 2,000,000,000 requests per replay; at most 1,000,000"),
+        ("{isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 1.0e12}", "workload: num_request_ratio × load = 8,000,000,000,000 requests per replay"),
+        ("{isl: 8192, osl: 128, concurrency: 8, num_request_ratio: 2}", "workload: isl + osl = 8320 tokens does not fit search_space.context_length 4096"),
+    ],
+)
+def test_loads_replay_cannot_run(tmp_path, capsys, workload, expected):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE.replace("gpu_budget: 4", "gpu_budget: 4, context_length: 4096") + f"workload: {workload}\n")
+    refused(capsys, ["--config-file", str(config)], expected)
