@@ -120,7 +120,8 @@ def test_a_pool_that_holds_no_request_is_infeasible_before_any_replay():
     from spica.evaluation.evaluate import evaluate
     from spica.search.unroll import kv_load_fields
 
-    cfg = config({"deployment_mode": ["agg"]}, workload={"isl": 60000, "osl": 2000, "kv_load_ratio": 0.5, "num_request_ratio": 10})
+    cfg = config({"deployment_mode": ["agg"], "context_length": 65536},
+                 workload={"isl": 60000, "osl": 2000, "kv_load_ratio": 0.5, "num_request_ratio": 10})
     unrolled = {"deployment_mode": "agg", "agg_kv_capacity_tokens": 40000, "replicas": 1, "used_gpus": 1}
     unrolled.update(kv_load_fields(cfg, unrolled, 0.5))
     assert (unrolled["kv_load_concurrency_capacity"], unrolled["concurrency"]) == (0, 1)
