@@ -19,8 +19,8 @@ re-running finished evaluations is the ledger's job, not the pool's.
 
 from __future__ import annotations
 
+import copy
 import os
-import pickle
 import threading
 import time
 import traceback
@@ -29,7 +29,6 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-import cloudpickle
 import submitit
 
 from runner.container import Container, ContainerEngine, runtime_mounts
@@ -55,7 +54,7 @@ def _transportable(error: Exception) -> Exception:
     where = f"raised in SLURM job {os.environ.get('SLURM_JOB_ID', '?')}:\n"
     note = where + "".join(traceback.format_exception(error))
     try:
-        pickle.loads(cloudpickle.dumps(error))
+        copy.deepcopy(error)  # rebuilt the way unpickling rebuilds it (its __reduce__), no pickle read
     except Exception:  # noqa: BLE001 - any failure to round-trip means: send a stand-in
         error = RuntimeError(f"{type(error).__name__}: {error}")
     error.add_note(note)
