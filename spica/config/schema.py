@@ -30,7 +30,7 @@ from pydantic import (
 
 from spica.config import composites, presets
 from spica.config.errors import ConfigError, format_validation_error
-from spica.config.trace import check_trace
+from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace
 
 log = logging.getLogger("spica.config")
 
@@ -44,7 +44,6 @@ DERIVED_SHAPE_KEYS = ("strategy", "used_gpus")
 Int = Annotated[int, Strict()]
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
-Number = Annotated[float, Field(allow_inf_nan=False)]
 PositiveNumber = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
@@ -142,9 +141,6 @@ def _parallel_config_entry(entry: Any) -> dict[str, Any]:
 def parallel_config_mode(entry: Mapping[str, Any]) -> Mode:
     return "disagg" if "prefill" in entry else "agg"
 
-
-MAX_REPLAY_REQUESTS = 1_000_000
-"""Replay holds every request in memory (about 1 GB per 100,000 here)."""
 
 MAX_ENUMERATED_GPU_BUDGET = 1024
 """Measured here: enumerating a dense model's agg and disagg pools takes 12 s and 0.9 GB at

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HASH_BLOCK_TOKENS = 512  # Replay's default mooncake block size (`trace_block_size`)
-MAX_TRACE_REQUESTS = 1_000_000
-"""Replay holds every request in memory (about 1 GB per 100,000 here): a trace is cut off there."""
+MAX_REPLAY_REQUESTS = 1_000_000
+"""Replay holds every request in memory (about 1 GB per 100,000 here): a replay, synthetic or
+from a trace, is refused beyond this many requests."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,8 @@ def _check(path: str, mtime_ns: int, size: int) -> TraceSummary:
                 previous = timestamp
                 requests += 1
                 longest = max(longest, row["input_length"] + row["output_length"])
-                if requests > MAX_TRACE_REQUESTS:
-                    raise TraceError(f"{path}: more than {MAX_TRACE_REQUESTS:,} requests; replay a slice of it")
+                if requests > MAX_REPLAY_REQUESTS:
+                    raise TraceError(f"{path}: more than {MAX_REPLAY_REQUESTS:,} requests; replay a slice of it")
     except UnicodeDecodeError:
         raise TraceError(f"{path}: not UTF-8 text (a mooncake trace is JSON lines)") from None
     except OSError as exc:
