@@ -69,8 +69,19 @@ def _spec_for(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Workloa
     return spec
 
 
+SIMULATOR_CLOCK = ("wall_time_ms", "processed_tokens_per_s", "processed_output_tokens_per_s")
+"""Replay's own speed, not the deployment's: kept in provenance so metrics are reproducible."""
+
+
 def _scalars(summary: Mapping[str, Any]) -> dict[str, float]:
     return {key: float(value) for key, value in summary.items() if isinstance(value, (int, float)) and not isinstance(value, bool)}
+
+
+def _split(summary: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    """(the deployment's metrics, the simulator's clock)."""
+    scalars = _scalars(summary)
+    clock = {key: scalars.pop(key) for key in SIMULATOR_CLOCK if key in scalars}
+    return scalars, clock
 
 
 def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluation:
@@ -91,16 +102,17 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
         return Evaluation("failed", f"invalid_deployment: {exc}", seconds=time.perf_counter() - started)
     outcome = run_replay(call, sweep.max_eval_seconds)
     replay_input = call.to_dict()
-    provenance = {"replay_seconds": round(outcome.seconds, 4), "timing": sweep.timing}
+    metrics, clock = _split(outcome.summary)
+    provenance = {"replay_seconds": round(outcome.seconds, 4), "timing": sweep.timing, "simulator": clock}
     if outcome.status != "ok":
         # an overrun is upstream's infeasible "exceed runtime": the study learns to avoid it
         status = "infeasible" if outcome.status in ("no_samples", "timeout") else "failed"
         category = "exceed runtime" if outcome.status == "timeout" else outcome.reason
         reason = f"{category}: {outcome.message}" if outcome.message else category
-        return Evaluation(status, reason, metrics=_scalars(outcome.summary), replay_input=replay_input,
+        return Evaluation(status, reason, metrics=metrics, replay_input=replay_input,
                           seconds=time.perf_counter() - started, provenance=provenance)
     objectives = score.objective_values(outcome.summary)
-    metrics = _scalars(outcome.summary) | {"provisioned_gpus": score.provisioned_gpus(outcome.summary)}
+    metrics |= {"provisioned_gpus": score.provisioned_gpus(outcome.summary)}
     status, reason = "feasible", None
     if unrolled["used_gpus"] > config.search_space.gpu_budget:
         status, reason = "infeasible", f"over_budget: {unrolled['used_gpus']} GPUs > gpu_budget {config.search_space.gpu_budget}"

@@ -43,7 +43,8 @@ class ReplayOutcome:
 
     reason is a category: ``timing_model`` (AIS could not time this shape), ``invalid_input``
     (Replay rejected the deployment or workload), ``replay_error`` / ``replay_panic`` (Replay
-    raised / panicked), ``worker_crashed`` (the capped worker died), ``time_cap`` and
+    raised / panicked), ``worker_crashed`` (the capped worker died), ``timing_cache`` (a timing
+    table could not be written or read, twice: the cache was removed or the disk is full), ``time_cap`` and
     ``no_completed_requests``. `summary` is Replay's summary (also kept for no_samples).
     """
 
@@ -64,18 +65,43 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
         token_position = _token_position(call) if call.timing == "table" else None
     except (OSError, ValueError, KeyError) as exc:
         return outcome("failed", reason="invalid_input", message=f"trace {call.args[0]}: {_one_line(exc)}")
-    try:
-        kwargs = _with_timing(call, token_position)
-    except Exception as exc:  # AIS unavailable for this model/system/backend/shape
-        return outcome("failed", reason="timing_model", message=_one_line(exc))
-    if timeout_s is None:
-        result = _execute(call.function, call.args, kwargs)
-    else:
-        result = _capped_worker.run(call.function, call.args, kwargs, timeout_s - (time.perf_counter() - started))
-        if result is None:
-            return outcome("timeout", reason="time_cap", message=f"replay exceeded the {timeout_s:g} s time cap")
+
+    def attempt() -> _Result | None:
+        try:
+            kwargs = _with_timing(call, token_position)
+        except OSError as exc:  # the timing cache could not be written (removed or full): not the candidate's fault
+            return "failed", {}, "timing_cache", _one_line(exc)
+        except Exception as exc:  # AIS unavailable for this model/system/backend/shape
+            return "failed", {}, "timing_model", _one_line(exc)
+        if timeout_s is None:
+            result = _execute(call.function, call.args, kwargs)
+        else:
+            result = _capped_worker.run(call.function, call.args, kwargs, timeout_s - (time.perf_counter() - started))
+        lost = _lost_tables(kwargs, result)
+        for path in lost:  # a table removed or torn under the replay is rebuilt by the next attempt
+            Path(path).unlink(missing_ok=True)
+        return ("failed", {}, "timing_cache", result[3]) if lost else result
+
+    result = attempt()
+    if result is not None and result[2] == "timing_cache":
+        result = attempt()  # once: a cache removed mid-run is rebuilt; twice in a row is reported
+    if result is None:
+        return outcome("timeout", reason="time_cap", message=f"replay exceeded the {timeout_s:g} s time cap")
     status, summary, reason, message = result
     return outcome(status, summary, reason, message)
+
+
+def _lost_tables(kwargs: Mapping[str, Any], result: _Result | None) -> list[str]:
+    """Timing tables a failed replay could not read (Replay names the file in its message)."""
+    if result is None or result[0] != "failed":
+        return []
+    message = result[3] or ""
+    paths = [
+        kwargs[key]["engine"]["timing_model"]["config"]["path"]
+        for key in ENGINE_ARG_KEYS
+        if kwargs.get(key) and (kwargs[key]["engine"].get("timing_model") or {}).get("provider") == "dynamo_profile"
+    ]
+    return [path for path in paths if path in message]
 
 
 def _with_timing(call: ReplayCall, token_position: int | None) -> dict[str, Any]:

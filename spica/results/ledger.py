@@ -19,9 +19,9 @@ from spica.config.errors import ConfigError
 
 log = logging.getLogger("spica.results")
 STATUSES = ("feasible", "infeasible", "failed", "unsupported")
-TRANSIENT_REASONS = ("worker_lost", "worker_crashed")
-"""Failure categories that say nothing about the candidate (its process died under it): such a
-candidate is measured again when the run resumes, instead of being reused as failed."""
+TRANSIENT_REASONS = ("worker_lost", "worker_crashed", "timing_cache")
+"""Failure categories that say nothing about the candidate (its process died, or its timing cache
+was removed, under it): such a candidate is measured again when the run resumes, instead of being reused as failed."""
 
 
 @dataclass
@@ -50,6 +50,15 @@ class Candidate:
     @property
     def transient(self) -> bool:
         return self.status == "failed" and (self.reason or "").split(":", 1)[0] in TRANSIENT_REASONS
+
+    def spread_percent(self, objective: str) -> float | None:
+        """± half the objective's range over repeated replays (spica/search/spread.py), as a
+        percentage of its value; None when it was not replayed again."""
+        spread = self.provenance.get("spread", {}).get("objectives", {}).get(objective)
+        value = self.objectives.get(objective)
+        if not spread or not value:
+            return None
+        return (spread[1] - spread[0]) / 2 / abs(value) * 100
 
     def overran_before(self, cap_seconds: float | None) -> bool:
         """An "exceed runtime" result that a longer (or no) time cap might turn into a score."""

@@ -71,7 +71,8 @@ def write_results(
             log.warning("%s: no manifest: %s", target.name, exc)
         (target / "replay.json").write_text(json.dumps(candidate.replay_input, indent=1, default=str))
         provenance = {"key": candidate.key, "config": candidate.config, "score": candidate.score,
-                      "objectives": candidate.objectives, "metrics": candidate.metrics, "plan_fingerprint": plan.fingerprint}
+                      "objectives": candidate.objectives, "metrics": candidate.metrics, "plan_fingerprint": plan.fingerprint,
+                      **({"spread": candidate.provenance["spread"]} if "spread" in candidate.provenance else {})}
         (target / "candidate.json").write_text(json.dumps(provenance, indent=1, default=str))
     summary = {
         "plan_fingerprint": plan.fingerprint,

@@ -17,6 +17,10 @@ UNITS = {
     "e2e_latency": "ms",
 }
 TOP_N = 10
+SPREAD_NOTE = (
+    "±: half the range of the first objective when the same kv_router candidate is replayed again "
+    "(Dynamo's KV router breaks ties without a seed; candidate.json has the range); round_robin replays are identical"
+)
 
 
 def _cell(value: Any) -> str:
@@ -62,6 +66,11 @@ def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any
             [index, candidate.label(), candidate.used_gpus, candidate.metrics.get("provisioned_gpus"), *[candidate.objectives.get(name) for name in objectives],
              candidate.metrics.get("mean_ttft_ms"), candidate.metrics.get("mean_tpot_ms"), _knobs(candidate)]
         )
+    spreads = [candidate.spread_percent(objectives[0]) for candidate in shown]
+    if any(spread is not None for spread in spreads):
+        headers.insert(5, "±")
+        for row, spread in zip(rows, spreads):
+            row.insert(5, "-" if spread is None else f"{spread:.2f}%")
     tallies = getattr(results, "tallies", {})
     summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in tallies.items())
     wall = timings.get("wall_seconds", 0.0)
@@ -73,6 +82,7 @@ def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any
         title,
         render_table(headers, rows) if rows else "(no feasible candidate — see the ledger for reasons)",
         *([note] if note else []),
+        *([SPREAD_NOTE] if any(spread is not None for spread in spreads) else []),
         "",
         f"{len(getattr(results, 'ledger', []))} candidates replayed: {summary}",
         f"wall {wall:,.1f}s; choosing the next candidates took {choosing:,.1f}s, "

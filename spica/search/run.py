@@ -25,6 +25,7 @@ from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, 
 from spica.search.pool import EvaluationPool, local_pool
 from spica.search.progress import Progress
 from spica.search.rounds import BranchSearch, RoundLoop
+from spica.search.spread import measure_spread
 from spica.space import projection
 from spica.space.branches import Branch
 from spica.study.base import Objective, Study
@@ -203,11 +204,12 @@ def _search(
             ledger = loop.run()
         finally:
             meter.close()
+        best = _merge(config, ledger)
+        measure_spread(plan, best, pool, announce=progress)
     finally:
         if own_pool:
             pool.close()
 
-    best = _merge(config, ledger)
     tallies = dict(loop.tally.counts)
     timings = {
         "wall_seconds": time.monotonic() - started,

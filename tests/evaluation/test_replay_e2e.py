@@ -114,6 +114,39 @@ def test_missing_trace_fails_as_invalid_input(agg_candidate, tmp_path: Path):
     assert "No such file or directory" in outcome.message
 
 
+@pytest.mark.parametrize("damage", ["removed", "torn"])
+@pytest.mark.parametrize("timeout_s", [None, 120.0])
+def test_a_timing_table_lost_under_the_replay_is_rebuilt(agg_candidate, monkeypatch, damage, timeout_s):
+    """The cache removed mid-run ("Failed to open NPZ file") costs a rebuild, not the candidate."""
+    from spica.evaluation import replay
+
+    call = build_replay_call(agg_candidate(tp=2), SMALL)
+    materialize, damaged = replay._with_timing, []
+
+    def then_damage(*args):
+        kwargs = materialize(*args)
+        table = Path(kwargs["extra_engine_args"]["engine"]["timing_model"]["config"]["path"])
+        if not damaged:
+            table.unlink() if damage == "removed" else table.write_bytes(b"torn")
+            damaged.append(table)
+        return kwargs
+
+    monkeypatch.setattr(replay, "_with_timing", then_damage)
+    outcome = run_replay(call, timeout_s)
+    assert outcome.status == "ok", outcome.message
+    assert damaged and damaged[0].stat().st_size > 1000  # rebuilt whole
+
+
+def test_a_timing_cache_that_cannot_be_written_fails_as_transient(agg_candidate, tmp_path: Path, monkeypatch):
+    from spica.results.ledger import Candidate
+
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("SPICA_CACHE_DIR", str(tmp_path / "file" / "cache"))  # a cache under a file
+    outcome = run_replay(build_replay_call(agg_candidate(tp=2), SMALL))
+    assert (outcome.status, outcome.reason) == ("failed", "timing_cache")
+    assert Candidate("k", "b", 0, outcome.status, {}, reason=f"{outcome.reason}: {outcome.message}").transient
+
+
 def test_capped_failure_is_reported_from_the_child(agg_candidate):
     outcome = run_replay(build_replay_call(agg_candidate(agg_max_num_seqs=0), SMALL), timeout_s=60.0)
     assert (outcome.status, outcome.reason, outcome.message) == ("failed", "invalid_input", "ValueError: max_num_seqs must be positive")

@@ -178,3 +178,31 @@ def test_results_of_another_workload_are_not_reused_and_it_is_said(tmp_path, cap
         other = run_smart_search(small(workload={"num_request_ratio": 4}), results_dir=tmp_path, pool=pool)
     assert len(pool.replayed) == len(other.ledger) > 0
     assert "were measured for another workload, goal or versions and are not reused" in caplog.text
+
+
+def test_the_best_kv_router_candidates_are_replayed_again_and_their_spread_shown(tmp_path):
+    from spica.results.table import format_results
+
+    config = small(
+        search_space={"router_mode": ["kv_router"], "parallel_configs": [{"tp": 1}]},
+        workload={"isl": 2000, "concurrency": 32, "shared_prefix_ratio": 0.5, "num_prefix_groups": 4},
+    )
+    pool = CountingPool()
+    results = run_smart_search(config, results_dir=tmp_path, pool=pool)
+    top = results[: min(3, len(results))]
+    assert len(pool.replayed) == len(results.ledger) + 2 * len(top)  # two more replays for each of the top three
+    for candidate in top:
+        spread = candidate.provenance["spread"]
+        low, high = spread["objectives"]["throughput_per_gpu"]
+        assert spread["replays"] == 3 and low <= candidate.objectives["throughput_per_gpu"] <= high
+    assert json.loads((tmp_path / "deploy" / f"01-{top[0].key}" / "candidate.json").read_text())["spread"] == top[0].provenance["spread"]
+    table = format_results(config, results, {})
+    assert " ± " in table.splitlines()[2] and "KV router breaks ties without a seed" in table
+
+
+def test_metrics_hold_the_deployment_only_so_a_round_robin_ledger_repeats_exactly(tmp_path):
+    first = run_smart_search(small(), results_dir=tmp_path / "a")
+    second = run_smart_search(small(), results_dir=tmp_path / "b")
+    assert [c.metrics for c in first.ledger] == [c.metrics for c in second.ledger]
+    assert "wall_time_ms" not in first.ledger[0].metrics and "wall_time_ms" in first.ledger[0].provenance["simulator"]
+    assert not any("spread" in candidate.provenance for candidate in first.ledger)
