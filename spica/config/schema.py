@@ -553,10 +553,13 @@ class SmartSearchConfig(_Frozen):
                 f"workload: isl + osl = {workload.isl + workload.osl} tokens does not fit search_space.context_length {context}"
             )
         if context is not None and workload.is_trace_based:
-            longest = check_trace(workload.trace_path).longest_request_tokens
-            if longest > context:  # Replay serves them anyway; a deployment would refuse them
-                log.warning("workload: the trace's longest request (%d tokens) exceeds search_space.context_length %d",
-                            longest, context)
+            trace = check_trace(workload.trace_path)
+            if trace.longest_request_tokens > context:  # Replay would serve it; the deployed engine refuses it
+                raise ValueError(
+                    f"workload.trace_path: line {trace.longest_request_line} holds a request of {trace.longest_request_tokens} tokens "
+                    f"(input_length + output_length), longer than search_space.context_length {context}; raise context_length "
+                    "or leave it null (the model's maximum)"
+                )
         if not self.goal.is_pareto:
             if len(self.workload.concurrency_levels()) > 1:
                 raise ValueError("workload.concurrency: a list of levels is only allowed under goal.target pareto; give one value")

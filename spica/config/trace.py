@@ -25,6 +25,7 @@ from a trace, is refused beyond this many requests."""
 class TraceSummary:
     requests: int
     longest_request_tokens: int  # input_length + output_length of the longest row
+    longest_request_line: int  # its line number (the first, if several)
 
 
 class TraceError(ValueError):
@@ -43,7 +44,7 @@ def _positive_int(value: object) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _check(path: str, mtime_ns: int, size: int) -> TraceSummary:
-    requests, longest, previous = 0, 0, -math.inf
+    requests, longest, longest_line, previous = 0, 0, 0, -math.inf
     try:
         with open(path, encoding="utf-8") as rows:
             for number, line in enumerate(rows, 1):
@@ -74,7 +75,8 @@ def _check(path: str, mtime_ns: int, size: int) -> TraceSummary:
                     )
                 previous = timestamp
                 requests += 1
-                longest = max(longest, row["input_length"] + row["output_length"])
+                if row["input_length"] + row["output_length"] > longest:
+                    longest, longest_line = row["input_length"] + row["output_length"], number
                 if requests > MAX_REPLAY_REQUESTS:
                     raise TraceError(f"{path}: more than {MAX_REPLAY_REQUESTS:,} requests; replay a slice of it")
     except UnicodeDecodeError:
@@ -83,4 +85,4 @@ def _check(path: str, mtime_ns: int, size: int) -> TraceSummary:
         raise TraceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if requests == 0:
         raise TraceError(f"{path}: holds no request")
-    return TraceSummary(requests, longest)
+    return TraceSummary(requests, longest, longest_line)
