@@ -6,7 +6,8 @@
     spica run-plan plan.yaml [-o DIR]             run exactly that plan
     spica space [...]                             print the parallel-config pools
 
-Every user error is printed as one line per problem, without a traceback, exit status 2.
+Every user error is printed as one line per problem, without a traceback, exit status 2; a
+search that finds no feasible deployment says why and exits 3.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("model", "system", "backend", "mode", "router", "planner", "workload", "goal", "sweep")
 SCHEMA_NODE = "spica_schema"  # every default, from the pydantic schema; conf/config.yaml builds on it
 EXIT_USAGE = 2
+EXIT_NOTHING_FEASIBLE = 3
 
 
 class UserError(Exception):
@@ -117,10 +119,20 @@ def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir:
     pool = evaluation_pool(app.evaluation, results_dir)
     with _resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
         try:
-            run_smart_search(config, results_dir=results_dir, pool=pool, progress=True, deploy=app.deploy)
+            results = run_smart_search(config, results_dir=results_dir, pool=pool, progress=True, deploy=app.deploy)
         finally:
             if pool is not None:
                 pool.close()
+    _exit_if_nothing_feasible(results)
+
+
+def _exit_if_nothing_feasible(results: Any) -> None:
+    """A search that found no deployment ends with its reason and exit 3, so scripts notice."""
+    if not len(results):
+        from spica.results.table import nothing_feasible
+
+        print(f"spica: {nothing_feasible(results.ledger)}", file=sys.stderr)
+        raise SystemExit(EXIT_NOTHING_FEASIBLE)
 
 
 class _Terminated(KeyboardInterrupt):
@@ -190,7 +202,8 @@ def _cmd_run_plan(argv: Sequence[str]) -> None:
     from spica.search import run_smart_search
 
     with _resumable(f"-o {args.output}" if args.output else "the same command"):
-        run_smart_search(plan, results_dir=args.output, progress=True)
+        results = run_smart_search(plan, results_dir=args.output, progress=True)
+    _exit_if_nothing_feasible(results)
 
 
 def _cmd_space(argv: Sequence[str]) -> None:

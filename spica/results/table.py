@@ -89,3 +89,20 @@ def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any
         f"{exposed:,.1f}s of it ({exposed / wall * 100 if wall else 0.0:.1f}% of the wall) with no replay running",
     ]
     return "\n".join(lines)
+
+
+def nothing_feasible(ledger: Sequence[Candidate]) -> str:
+    """One line on why no candidate was feasible: reason categories by count, then the commonest
+    reason in full (the ledger has them all)."""
+    if not ledger:
+        return "no candidate was evaluated"
+    counts: dict[str, int] = {}
+    examples: dict[str, str] = {}
+    for candidate in ledger:
+        reason = candidate.reason or candidate.status
+        category = reason.split(":", 1)[0]
+        counts[category] = counts.get(category, 0) + 1
+        examples.setdefault(category, reason)
+    ranked = sorted(counts, key=lambda category: -counts[category])
+    tally = ", ".join(f"{counts[category]} {category}" for category in ranked)
+    return f"no feasible deployment among {len(ledger)} candidates ({tally}); e.g. {examples[ranked[0]][:200]}"
