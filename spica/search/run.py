@@ -8,7 +8,9 @@ merge → results folder.
 
 from __future__ import annotations
 
+import importlib
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,7 +21,6 @@ from spica.evaluation import score
 from spica.plan import Plan, compile_plan
 from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results.ledger import Candidate, Journal
-from spica.results.report import write_results
 from spica.search.branches import branches_for
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, workload_params
 from spica.search.pool import EvaluationPool, local_pool
@@ -184,6 +185,8 @@ def _search(
 
     own_pool = pool is None
     pool = pool or local_pool(config.sweep.parallel_evals, config.sweep.per_round)  # its workers start meanwhile
+    if write:
+        _import_in_background("spica.results.report")  # matplotlib and the manifest builders: ~1 s, needed at the end
     try:
         winners, predictor_report = _predictor_winners(plan)
         branches = branches_for(config)
@@ -218,6 +221,8 @@ def _search(
     }
     results = SearchResults(best, ledger, tallies, folder if write else None, plan)
     if write:
+        from spica.results.report import write_results
+
         write_results(folder, plan, results, predictor_report=predictor_report, timings=timings, branches=branches, deploy=deploy)
     if progress:
         from spica.results.table import format_results
@@ -226,6 +231,11 @@ def _search(
         if write:
             print(f"results: {folder}")
     return results
+
+
+def _import_in_background(module: str) -> None:
+    """Import a module the search needs only at its end while the replays run, not after them."""
+    threading.Thread(target=importlib.import_module, args=(module,), name="spica-import", daemon=True).start()
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:
