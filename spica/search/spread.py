@@ -27,7 +27,9 @@ def varies_run_to_run(candidate: Candidate) -> bool:
 def measure_spread(plan: Plan, best: Sequence[Candidate], pool: EvaluationPool, announce: bool = False) -> list[Candidate]:
     """Replay the top kv_router candidates again; returns the candidates that got a spread."""
     chosen = [candidate for candidate in best[:SPREAD_TOP] if varies_run_to_run(candidate)]
-    if chosen and announce:
+    if not chosen:
+        return []
+    if announce:
         print(f"spica: replaying the best {len(chosen)} kv_router candidates {SPREAD_REPLAYS - 1} more times "
               "to show how much their scores vary", flush=True)
     again = SPREAD_REPLAYS - 1
