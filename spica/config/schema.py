@@ -31,6 +31,7 @@ from pydantic import (
 from spica.config import composites, presets
 from spica.config.errors import ConfigError, format_validation_error
 from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace
+from spica.goals import GOALS, PARETO, Goal, PlannerTarget
 
 log = logging.getLogger("spica.config")
 
@@ -50,36 +51,33 @@ Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Flag = Annotated[bool, Strict()]
 
 
-class OptimizationTarget(StrEnum):
-    """What `goal.target` maximises (or, for e2e_latency, minimises); pareto trades several."""
+class _Target(StrEnum):
+    """What `goal.target` aims at: a goal of spica/goals.py, or pareto, which trades several."""
 
-    throughput = "throughput"
-    throughput_per_gpu = "throughput_per_gpu"
-    throughput_per_user = "throughput_per_user"
-    e2e_latency = "e2e_latency"
-    goodput = "goodput"
-    goodput_per_gpu = "goodput_per_gpu"
-    pareto = "pareto"
+    @property
+    def goal(self) -> Goal:
+        if self.value == PARETO:
+            raise ValueError("pareto has no scalar direction; each of goal.resolved_pareto_objectives has its own")
+        return GOALS[self.value]
 
     @property
     def maximize(self) -> bool:
-        if self is OptimizationTarget.pareto:
-            raise ValueError("pareto has no scalar direction; each of goal.resolved_pareto_objectives has its own")
-        return self is not OptimizationTarget.e2e_latency
+        return self.goal.maximize
 
     @property
     def needs_sla(self) -> bool:
-        return self in (OptimizationTarget.goodput, OptimizationTarget.goodput_per_gpu)
+        return self.value != PARETO and self.goal.needs_sla != "none"
 
     @property
-    def planner_optimization_target(self) -> Literal["sla", "latency", "throughput"]:
-        """The Dynamo Planner's target: goodput* → sla, e2e_latency → latency, the rest → throughput."""
-        if self.needs_sla:
-            return "sla"
-        return "latency" if self is OptimizationTarget.e2e_latency else "throughput"
+    def planner_optimization_target(self) -> PlannerTarget:
+        """The Dynamo Planner's target under this goal (a front aims at throughput)."""
+        return "throughput" if self.value == PARETO else self.goal.planner_target
 
 
-OBJECTIVES = tuple(target.value for target in OptimizationTarget if target is not OptimizationTarget.pareto)
+OptimizationTarget = _Target(
+    "OptimizationTarget", {name: name for name in (*GOALS, PARETO)}, module=__name__, qualname="OptimizationTarget"
+)
+OBJECTIVES = tuple(name for name, goal in GOALS.items() if goal.pareto_objective)
 DEFAULT_PARETO_OBJECTIVES = (OptimizationTarget.throughput_per_gpu, OptimizationTarget.throughput_per_user)
 
 
@@ -434,12 +432,21 @@ class SLATarget(_Frozen):
         return self.e2e_ms is not None or (self.ttft_ms is not None and self.itl_ms is not None)
 
 
+SlaAggregate = Literal["mean", "median", "p75", "p90", "p95", "p99"]
+SLA_METRICS = {"ttft_ms": "ttft_ms", "itl_ms": "itl_ms", "e2e_ms": "e2e_latency_ms"}
+"""Each SLA bound and the Replay summary metric it bounds (as `<aggregate>_<metric>`)."""
+
+
 class OptimizationGoal(_Frozen):
-    """What 'best' means. goodput targets carry an SLA; pareto trades two or more objectives."""
+    """What 'best' means. goodput targets carry an SLA; pareto trades two or more objectives;
+    min_gpus (and any target with strict_sla) keeps only the candidates that meet the SLA."""
 
     target: OptimizationTarget = OptimizationTarget.throughput
     sla: SLATarget | None = None
     pareto_objectives: Annotated[list[OptimizationTarget], Field(min_length=2)] | None = None
+    sla_aggregate: SlaAggregate = "mean"  # what a replay's latencies are held to the SLA as
+    strict_sla: Flag = False  # every target: a candidate whose replay misses the SLA is infeasible
+    min_goodput_rps: PositiveNumber | None = None  # min_gpus: SLA-good requests/s the answer must serve
 
     @field_validator("pareto_objectives")
     @classmethod
@@ -448,19 +455,26 @@ class OptimizationGoal(_Frozen):
             return None
         if OptimizationTarget.pareto in values:
             raise ValueError(f"pareto is not an objective; choose from {', '.join(OBJECTIVES)}")
+        constrained = [value for value in values if value not in OBJECTIVES]
+        if constrained:
+            raise ValueError(f"{constrained[0]} is not a pareto objective (it is defined under the SLA); choose from {', '.join(OBJECTIVES)}")
         return _unique(values)
 
     @model_validator(mode="after")
     def _rules(self) -> "OptimizationGoal":
         if self.pareto_objectives is not None and not self.is_pareto:
             raise ValueError(f"pareto_objectives is only allowed when target is pareto (target is {self.target})")
-        has_sla = self.sla is not None and self.sla.bounds_goodput
-        if self.target.needs_sla and not has_sla:
-            raise ValueError(_needs_sla_text(f"target {self.target}"))
-        if self.is_pareto and not has_sla:
-            goodput = [name for name in self.resolved_pareto_objectives if name.needs_sla]
-            if goodput:
-                raise ValueError(_needs_sla_text(f"pareto objective {goodput[0]}"))
+        goals = [name.goal for name in self.resolved_pareto_objectives] if self.is_pareto else [self.target.goal]
+        for goal in goals:
+            what = f"pareto objective {goal.name}" if self.is_pareto else f"target {goal.name}"
+            if goal.needs_sla == "goodput" and not (self.sla is not None and self.sla.bounds_goodput):
+                raise ValueError(_needs_sla_text(what))
+            if goal.needs_sla == "any" and not self.sla_bounds:
+                raise ValueError(f"{what} needs an sla with at least one of ttft_ms, itl_ms, e2e_ms")
+        if self.strict_sla and not self.sla_bounds:
+            raise ValueError("strict_sla needs an sla with at least one of ttft_ms, itl_ms, e2e_ms")
+        if self.min_goodput_rps is not None and not self.target_constrained:
+            raise ValueError(f"min_goodput_rps is only allowed with target min_gpus (target is {self.target})")
         return self
 
     @property
@@ -475,6 +489,24 @@ class OptimizationGoal(_Frozen):
     def objectives(self) -> list[str]:
         """The objective names a candidate is measured by: the target, or the Pareto objectives."""
         return [str(name) for name in self.resolved_pareto_objectives] if self.is_pareto else [str(self.target)]
+
+    @property
+    def target_constrained(self) -> bool:
+        """Whether the target itself is defined under the SLA (min_gpus)."""
+        return not self.is_pareto and self.target.goal.sla_constrained
+
+    @property
+    def sla_constrained(self) -> bool:
+        """Whether only candidates that meet the SLA count (min_gpus, or strict_sla)."""
+        return self.strict_sla or self.target_constrained
+
+    @property
+    def sla_bounds(self) -> dict[str, float]:
+        """Each SLA bound that is set, keyed by the summary metric it bounds, e.g. mean_ttft_ms."""
+        if self.sla is None:
+            return {}
+        return {f"{self.sla_aggregate}_{metric}": float(getattr(self.sla, field))
+                for field, metric in SLA_METRICS.items() if getattr(self.sla, field) is not None}
 
 
 SWEEP_ALIASES = {"seed": "random_seed", "candidate_timeout_s": "max_eval_seconds"}
@@ -560,6 +592,11 @@ class SmartSearchConfig(_Frozen):
                     f"(input_length + output_length), longer than search_space.context_length {context}; raise context_length "
                     "or leave it null (the model's maximum)"
                 )
+        if self.goal.target_constrained and workload.request_rate is not None and self.goal.min_goodput_rps is None:
+            raise ValueError(
+                f"goal.min_goodput_rps: required for target {self.goal.target} with request_rate traffic "
+                "(the SLA-good requests/s the answer must serve)"
+            )
         if not self.goal.is_pareto:
             if len(self.workload.concurrency_levels()) > 1:
                 raise ValueError("workload.concurrency: a list of levels is only allowed under goal.target pareto; give one value")

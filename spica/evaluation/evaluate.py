@@ -114,8 +114,12 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
     objectives = score.objective_values(outcome.summary)
     metrics |= {"provisioned_gpus": score.provisioned_gpus(outcome.summary)}
     status, reason = "feasible", None
+    goal = config.goal
+    misses = score.sla_misses(outcome.summary, goal.sla_bounds, goal.min_goodput_rps) if goal.sla_constrained else []
     if unrolled["used_gpus"] > config.search_space.gpu_budget:
         status, reason = "infeasible", f"over_budget: {unrolled['used_gpus']} GPUs > gpu_budget {config.search_space.gpu_budget}"
+    elif misses:  # the study learns where the SLA breaks; the bound missed is in the reason
+        status, reason = "infeasible", f"sla: {'; '.join(misses)}"
     return Evaluation(status, reason, objectives, metrics, replay_input, time.perf_counter() - started, provenance)
 
 

@@ -1,8 +1,8 @@
 """Objective values from a Replay summary, and the orderings built on them (docs/search.md step 6).
 
-Pure functions. Every objective is read from the summary, never recomputed from requests.
-Per-GPU objectives divide by the *time-averaged provisioned* GPUs, gpu_hours / duration, so a
-Planner that scales workers down during the replay is credited for the GPUs it gave back.
+Pure functions over the goals of spica/goals.py, which say how each value is read. Per-GPU
+objectives divide by the *time-averaged provisioned* GPUs, gpu_hours / duration, so a Planner
+that scales workers down during the replay is credited for the GPUs it gave back.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
+from spica.goals import GOALS
+
 Item = TypeVar("Item")
 
-MAXIMIZED = ("throughput", "throughput_per_gpu", "throughput_per_user", "goodput", "goodput_per_gpu")
-MINIMIZED = ("e2e_latency",)
-OBJECTIVES = MAXIMIZED + MINIMIZED
+MINIMIZED = tuple(name for name, goal in GOALS.items() if not goal.maximize)
+OBJECTIVES = tuple(GOALS)
 MS_PER_HOUR = 3.6e6
 
 
@@ -29,18 +30,22 @@ def provisioned_gpus(summary: Mapping[str, Any]) -> float:
 def objective_values(summary: Mapping[str, Any]) -> dict[str, float]:
     """Every objective the summary supports; goodput ones only when the replay had an SLA."""
     gpus = provisioned_gpus(summary)
-    throughput = float(summary["output_throughput_tok_s"])
-    values = {
-        "throughput": throughput,
-        "throughput_per_gpu": throughput / gpus,
-        "throughput_per_user": float(summary["mean_output_token_throughput_per_user"]),
-        "e2e_latency": float(summary["mean_e2e_latency_ms"]),
-    }
-    goodput = summary.get("goodput_output_throughput_tok_s")
-    if goodput is not None:
-        values["goodput"] = float(goodput)
-        values["goodput_per_gpu"] = float(goodput) / gpus
-    return values
+    values = {name: goal.read(summary, gpus) for name, goal in GOALS.items()}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def sla_misses(summary: Mapping[str, Any], bounds: Mapping[str, float], min_goodput_rps: float | None = None) -> list[str]:
+    """Each SLA bound the replay missed, as "mean_ttft_ms 2,345.6 > 2,000" (empty: it met them)."""
+    misses = [
+        f"{metric} {float(summary[metric]):,.1f} > {bound:,.6g}"
+        for metric, bound in bounds.items()
+        if metric in summary and float(summary[metric]) > bound
+    ]
+    if min_goodput_rps is not None:
+        goodput = float(summary.get("goodput_request_throughput_rps", 0.0))
+        if goodput < min_goodput_rps:
+            misses.append(f"goodput_request_throughput_rps {goodput:,.3g} < min_goodput_rps {min_goodput_rps:,.6g}")
+    return misses
 
 
 def signed_score(target: str, values: Mapping[str, float]) -> float:

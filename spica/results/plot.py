@@ -96,6 +96,28 @@ def _scalar(axes: Axes, scored: list[Candidate], unscored: list[Candidate], obje
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
+def _against_sla(axes: Axes, candidates: Sequence[Candidate], metric: str, bound: float, selected: Sequence[Candidate]) -> None:
+    """Under an SLA-constrained goal: the bounded latency of every replay vs GPUs, the SLA as a
+    line; the points under it are the feasible ones, the smallest of them the answer."""
+    measured = [c for c in candidates if metric in c.metrics]
+
+    def latency(c: Candidate) -> float:
+        return c.metrics[metric]
+
+    _scatter_groups(axes, [c for c in measured if c.feasible], lambda c: c.used_gpus, latency)
+    missed = [c for c in measured if not c.feasible]
+    if missed:
+        axes.scatter([c.used_gpus for c in missed], [latency(c) for c in missed], marker="x", color="0.6", s=30,
+                     label=f"{_statuses(missed)} ({len(missed)})", zorder=1)
+    axes.axhline(bound, color="crimson", linestyle="--", linewidth=1.2, label=f"SLA: {metric} ≤ {bound:,.6g}", zorder=1)
+    _mark_selected(axes, [c for c in selected if metric in c.metrics], [], lambda c: c.used_gpus, latency)
+    if max(map(latency, measured)) > 20 * bound:  # queueing blow-ups: keep the line readable
+        axes.set_yscale("log")
+    axes.set_xlabel("GPUs used")
+    axes.set_ylabel(f"{metric.replace('_', ' ')} — lower is better")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 def _pareto(axes: Axes, scored: list[Candidate], unscored: list[Candidate], objectives: Sequence[str], selected: Sequence[Candidate]) -> None:
     x_name, y_name = objectives[0], objectives[1]
 
@@ -127,9 +149,11 @@ def _nothing_to_plot(axes: Axes, candidates: Sequence[Candidate]) -> None:
 
 
 def results_figure(
-    candidates: Sequence[Candidate], *, objectives: Sequence[str], selected: Sequence[Candidate], pareto: bool, title: str
+    candidates: Sequence[Candidate], *, objectives: Sequence[str], selected: Sequence[Candidate], pareto: bool, title: str,
+    sla_line: tuple[str, float] | None = None,
 ) -> Figure:
-    """The results figure: score vs used GPUs, or the Pareto front of the two first objectives."""
+    """The results figure: score vs used GPUs, or the Pareto front of the two first objectives; with
+    `sla_line` (metric, bound: an SLA-constrained goal) that metric vs GPUs under the SLA line."""
     if not objectives:
         raise ValueError("objectives: give at least the one objective to plot")
     if pareto and len(objectives) < 2:
@@ -140,6 +164,12 @@ def results_figure(
     axes.set_title(title, fontsize=12)
     scored = [c for c in candidates if _plottable(c, plotted)]
     unscored = [c for c in candidates if not _plottable(c, plotted)]
+    if sla_line is not None and not pareto and any(sla_line[0] in c.metrics for c in candidates):
+        _against_sla(axes, candidates, *sla_line, selected)
+        axes.grid(True, alpha=0.3)
+        axes.legend(fontsize=8, loc="best", framealpha=0.85)
+        _selection_legend(figure, selected, plotted)
+        return figure
     if not scored:
         _nothing_to_plot(axes, candidates)
         return figure
@@ -154,10 +184,11 @@ def results_figure(
 
 
 def plot_results(
-    path: Path, candidates: list[Candidate], *, objectives: list[str], selected: list[Candidate], pareto: bool, title: str
+    path: Path, candidates: list[Candidate], *, objectives: list[str], selected: list[Candidate], pareto: bool, title: str,
+    sla_line: tuple[str, float] | None = None,
 ) -> Path:
     """Write `results_figure` as a PNG to `path` (parent folders created)."""
-    figure = results_figure(candidates, objectives=objectives, selected=selected, pareto=pareto, title=title)
+    figure = results_figure(candidates, objectives=objectives, selected=selected, pareto=pareto, title=title, sla_line=sla_line)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, format="png")
     return path

@@ -58,6 +58,7 @@ def write_results(
         selected=selected,
         pareto=config.goal.target == "pareto",
         title=f"{config.search_space.model_name} on {config.search_space.hardware_sku} — {config.goal.target}",
+        sla_line=next(iter(config.goal.sla_bounds.items()), None) if config.goal.sla_constrained else None,
     )
     undeployable: dict[str, str] = {}
     shutil.rmtree(folder / "deploy", ignore_errors=True)  # it holds this run's selection only

@@ -6,16 +6,10 @@ from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
 from spica.deploy.versions import engine_versions, version_note
+from spica.goals import GOALS
 from spica.results.ledger import Candidate
 
-UNITS = {
-    "throughput": "tok/s",
-    "throughput_per_gpu": "tok/s/GPU",
-    "throughput_per_user": "tok/s/user",
-    "goodput": "good tok/s",
-    "goodput_per_gpu": "good tok/s/GPU",
-    "e2e_latency": "ms",
-}
+UNITS = {name: goal.unit for name, goal in GOALS.items()}
 TOP_N = 10
 SPREAD_NOTE = (
     "±: half the range of the first objective when the same kv_router candidate is replayed again "
@@ -83,6 +77,7 @@ def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any
         render_table(headers, rows) if rows else "(no feasible candidate — see the ledger for reasons)",
         *([note] if note else []),
         *([SPREAD_NOTE] if any(spread is not None for spread in spreads) else []),
+        *([sla_note(config)] if config.goal.sla_constrained else []),
         "",
         f"{len(getattr(results, 'ledger', []))} candidates replayed: {summary}",
         f"wall {wall:,.1f}s; choosing the next candidates took {choosing:,.1f}s, "
@@ -106,3 +101,11 @@ def nothing_feasible(ledger: Sequence[Candidate]) -> str:
     ranked = sorted(counts, key=lambda category: -counts[category])
     tally = ", ".join(f"{counts[category]} {category}" for category in ranked)
     return f"no feasible deployment among {len(ledger)} candidates ({tally}); e.g. {examples[ranked[0]][:200]}"
+
+
+def sla_note(config: SmartSearchConfig) -> str:
+    """The SLA every shown candidate met, e.g. "SLA (mean): ttft_ms ≤ 2,000, itl_ms ≤ 50"."""
+    goal = config.goal
+    bounds = ", ".join(f"{name} ≤ {getattr(goal.sla, name):,.6g}" for name in ("ttft_ms", "itl_ms", "e2e_ms") if getattr(goal.sla, name) is not None)
+    floor = f"; goodput ≥ {goal.min_goodput_rps:,.6g} req/s" if goal.min_goodput_rps is not None else ""
+    return f"SLA ({goal.sla_aggregate}): {bounds}{floor} — candidates that missed it are infeasible (reason \"sla: ...\")"

@@ -40,7 +40,8 @@ class Progress:
         if len(self.target) > 1:  # pareto: no single best; say how much is feasible
             best = f"{self.feasible} feasible for the front"
         else:
-            best = f"best {self.best:,.2f} {self.target[0]}" if self.best is not None else "best -"
+            shown = abs(self.best) if self.best is not None else None  # the score is signed; show the value
+            best = f"best {shown:,.2f} {self.target[0]}" if shown is not None else "best -"
         return (
             f"round {self.round} | {self.done}/{self.total} evaluations | {best} | "
             f"elapsed {elapsed:,.0f}s | ETA {max(remaining, 0):,.0f}s"

@@ -239,7 +239,8 @@ def _import_in_background(module: str) -> None:
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:
-    """docs/search.md step 6: rank by signed score (ties toward fewer GPUs), or the Pareto front sorted
+    """docs/search.md step 6: rank by signed score (ties toward fewer GPUs; under min_gpus toward more
+    goodput), or the Pareto front sorted
     by the raw value of its last objective (the plot's x-axis), whatever its direction."""
     unique = list({candidate.key: candidate for candidate in ledger if candidate.feasible}.values())
     if config.goal.target == "pareto":
@@ -247,5 +248,7 @@ def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate
         return score.pareto_front(
             unique, lambda c: [score.signed_score(name, c.objectives) for name in objectives], lambda c: c.objectives[objectives[-1]]
         )
+    if config.goal.target_constrained:  # equal GPUs: the one with more SLA-good output wins
+        return score.rank(unique, lambda c: c.score, lambda c: -c.metrics.get("goodput_output_throughput_tok_s", 0.0))
     return score.rank(unique, lambda c: c.score, lambda c: c.used_gpus)
 

@@ -29,7 +29,9 @@ SUMMARY = {
 def test_objectives_from_a_summary():
     assert provisioned_gpus(SUMMARY) == 8.0
     values = objective_values(SUMMARY)
-    assert values == {"throughput": 4000.0, "throughput_per_gpu": 500.0, "throughput_per_user": 55.0, "e2e_latency": 9000.0}
+    assert values == {"throughput": 4000.0, "throughput_per_gpu": 500.0, "throughput_per_user": 55.0, "e2e_latency": 9000.0,
+                      "min_gpus": 8.0}
+    assert objective_values({**SUMMARY, "mean_ttft_ms": 250.0})["ttft"] == 250.0
     with_sla = objective_values({**SUMMARY, "goodput_output_throughput_tok_s": 3000.0})
     assert (with_sla["goodput"], with_sla["goodput_per_gpu"]) == (3000.0, 375.0)
 
@@ -94,3 +96,12 @@ def test_hypervolume_2d_counts_each_dominated_area_once():
     assert hypervolume_2d([(2.0, 3.0)], (0.0, 0.0)) == 6.0
     assert hypervolume_2d([(2.0, 1.0), (1.0, 2.0), (1.0, 1.0)], (0.0, 0.0)) == 3.0
     assert hypervolume_2d([(-1.0, 5.0)], (0.0, 0.0)) == 0.0
+
+
+def test_sla_misses_name_each_bound_missed():
+    from spica.evaluation.score import sla_misses
+
+    summary = {"mean_ttft_ms": 2345.6, "mean_itl_ms": 40.0, "goodput_request_throughput_rps": 2.5}
+    assert sla_misses(summary, {"mean_ttft_ms": 2000.0, "mean_itl_ms": 50.0}) == ["mean_ttft_ms 2,345.6 > 2,000"]
+    assert sla_misses(summary, {"mean_itl_ms": 50.0}, min_goodput_rps=3.0) == ["goodput_request_throughput_rps 2.5 < min_goodput_rps 3"]
+    assert sla_misses(summary, {"mean_ttft_ms": 3000.0, "mean_itl_ms": 50.0}, min_goodput_rps=2.0) == []

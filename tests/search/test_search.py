@@ -206,3 +206,32 @@ def test_metrics_hold_the_deployment_only_so_a_round_robin_ledger_repeats_exactl
     assert [c.metrics for c in first.ledger] == [c.metrics for c in second.ledger]
     assert "wall_time_ms" not in first.ledger[0].metrics and "wall_time_ms" in first.ledger[0].provenance["simulator"]
     assert not any("spread" in candidate.provenance for candidate in first.ledger)
+
+
+def test_min_gpus_finds_the_smallest_deployment_that_meets_the_sla_on_the_mooncake_trace(tmp_path, shared_dir):
+    shapes = [{"tp": 1, "replicas": r} for r in (7, 8, 9, 10)] + [{"tp": 2, "replicas": r} for r in (4, 5)]
+    config = SmartSearchConfig.from_mapping({
+        "search_space": {
+            "model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm", "gpu_budget": 12, "parallel_configs": shapes,
+            "deployment_mode": ["agg"], "backend": ["vllm"], "router_mode": ["round_robin"],
+            "planner_scaling_policy": ["disabled"], "agg_max_num_seqs": [256], "agg_max_num_batched_tokens": [16384],
+        },
+        "workload": {"trace_path": str(shared_dir / "data" / "mooncake" / "conversation_trace_15min.jsonl")},
+        "goal": {"target": "min_gpus", "sla": {"ttft_ms": 2000, "itl_ms": 50}},
+        "sweep": {"algorithm": "grid", "parallel_evals": 2, "max_eval_seconds": None},
+    })
+    results = run_smart_search(config, results_dir=tmp_path)
+    assert len(results.ledger) == len(shapes)  # the whole pool was replayed: the answer is checked against all of it
+    best = results[0]
+    assert best.metrics["mean_ttft_ms"] <= 2000 and best.metrics["mean_itl_ms"] <= 50
+    assert best.objectives["min_gpus"] == pytest.approx(best.used_gpus)
+    smaller = [c for c in results.ledger if c.used_gpus < best.used_gpus]
+    assert smaller and all(c.status == "infeasible" and c.reason.startswith("sla: mean_ttft_ms") for c in smaller)
+    assert all(c.used_gpus >= best.used_gpus for c in results)  # nothing smaller is feasible
+
+
+def test_min_gpus_with_request_rate_traffic_needs_a_goodput_floor():
+    from spica.config import ConfigError
+
+    with pytest.raises(ConfigError, match="goal.min_goodput_rps: required for target min_gpus with request_rate traffic"):
+        small(workload={"concurrency": None, "request_rate": 2.0}, goal={"target": "min_gpus", "sla": {"ttft_ms": 500}})

@@ -1,0 +1,61 @@
+"""Every goal a search can aim at, one record each (docs/config.md, goal).
+
+A goal says which way is better, how its value is read from a Replay summary, whether it needs
+an SLA, which optimization target the Dynamo Planner gets under it, and the unit tables and
+plots label it with. The config's `OptimizationTarget`, the scores, the Planner policies and the
+results all read this table: adding a goal is one entry here plus `conf/goal/<name>.yaml`.
+
+Values are read from the summary, never recomputed from requests. Per-GPU values divide by the
+time-averaged provisioned GPUs (gpu_hours / duration), so a Planner that scales workers down
+during the replay is credited for the GPUs it gave back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Mapping
+
+PlannerTarget = Literal["sla", "latency", "throughput"]
+SlaNeed = Literal["none", "goodput", "any"]
+Reader = Callable[[Mapping[str, Any], float], "float | None"]
+"""(Replay summary, provisioned GPUs) → the value; None when this replay cannot tell it."""
+
+
+@dataclass(frozen=True)
+class Goal:
+    name: str
+    maximize: bool
+    read: Reader
+    unit: str
+    planner_target: PlannerTarget = "throughput"
+    needs_sla: SlaNeed = "none"  # goodput: sla.e2e_ms, or both ttft_ms and itl_ms; any: at least one bound
+    sla_constrained: bool = False  # a candidate missing the SLA is infeasible, and ties go to the better goodput
+    pareto_objective: bool = True  # may be traded on a Pareto front
+
+
+def _summary(key: str, per_gpu: bool = False) -> Reader:
+    def read(summary: Mapping[str, Any], gpus: float) -> float | None:
+        value = summary.get(key)
+        if value is None:
+            return None
+        return float(value) / gpus if per_gpu else float(value)
+
+    return read
+
+
+GOALS: dict[str, Goal] = {
+    goal.name: goal
+    for goal in (
+        Goal("throughput", True, _summary("output_throughput_tok_s"), "tok/s"),
+        Goal("throughput_per_gpu", True, _summary("output_throughput_tok_s", per_gpu=True), "tok/s/GPU"),
+        Goal("throughput_per_user", True, _summary("mean_output_token_throughput_per_user"), "tok/s/user"),
+        Goal("e2e_latency", False, _summary("mean_e2e_latency_ms"), "ms", planner_target="latency"),
+        Goal("ttft", False, _summary("mean_ttft_ms"), "ms", planner_target="latency"),
+        Goal("goodput", True, _summary("goodput_output_throughput_tok_s"), "good tok/s", planner_target="sla", needs_sla="goodput"),
+        Goal("goodput_per_gpu", True, _summary("goodput_output_throughput_tok_s", per_gpu=True), "good tok/s/GPU",
+             planner_target="sla", needs_sla="goodput"),
+        Goal("min_gpus", False, lambda summary, gpus: gpus, "GPUs", planner_target="sla", needs_sla="any",
+             sla_constrained=True, pareto_objective=False),
+    )
+}
+PARETO = "pareto"  # not a goal of its own: a front over several goals' values
