@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from spica import backends
 from spica.config import composites, presets
 from spica.config.errors import ConfigError, format_validation_error
 from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace
@@ -35,7 +36,7 @@ from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace
 log = logging.getLogger("spica.config")
 
 Mode = Literal["agg", "disagg"]
-Backend = Literal["vllm", "sglang", "trtllm"]
+Backend = Literal[backends.NAMES]  # type: ignore[valid-type]  # the registry's names, in its order
 RouterMode = Literal["kv_router", "round_robin"]
 
 SHAPE_KEYS = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep", "replicas")
@@ -239,14 +240,16 @@ class SearchSpace(_Frozen):
                 raise ValueError(
                     f"parallel_configs[{index}] is a {mode} config but deployment_mode is {', '.join(self.deployment_mode)}"
                 )
-        if "trtllm" in self.backend and "disagg" in self.deployment_mode:
+        strict = [backends.BACKENDS[name] for name in self.backend if backends.BACKENDS[name].disagg_tokens_per_block]
+        if strict and "disagg" in self.deployment_mode:
             for role in ("prefill", "decode"):
                 block = getattr(self, f"{role}_block_size")
                 odd = [value for value in getattr(self, f"{role}_max_num_batched_tokens") if value % block]
                 if odd:
                     raise ValueError(
                         f"{role}_max_num_batched_tokens: {odd[0]} is not a multiple of {role}_block_size {block}; "
-                        "TensorRT-LLM's disagg KV cache transceiver requires it (drop trtllm or disagg, or pick multiples)"
+                        f"{strict[0].label}'s disagg KV cache transceiver requires it (drop {strict[0].name} or disagg, "
+                        "or pick multiples)"
                     )
         thresholds = [name for name in ADMISSION_THRESHOLDS if getattr(self, name) is not None]
         if thresholds and "kv_router" in self.router_mode:

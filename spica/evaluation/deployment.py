@@ -8,8 +8,8 @@ Mapping notes (ai-dynamo 1.6.1 mocker schema; unknown keys are rejected there):
 - ``num_gpu_blocks`` is per data-parallel rank in the mocker, while the unrolled
   ``*_num_gpu_blocks`` counts the whole worker, so it is divided by ``attention_dp``.
 - The engine's GPU count (and so ``gpu_hours``) is ``tensor_parallel_size × dp_size``.
-- SGLang's mocker ignores ``max_num_batched_tokens`` and chunks by its own
-  ``chunked_prefill_size`` / ``max_prefill_tokens``; both carry the same budget here.
+- A backend's own mocker args (SGLang's chunking budgets) come from its registry entry
+  (`spica.backends`), as do the mocker's and AIS's names for it.
 - KV transfer (disagg) and host offload (G2) are real mocker features; both roles of a disagg
   pair get the transfer bandwidth. The offload batch size has no mocker field and is not modeled.
 - Timing is AIS for every role. The call records it as direct AIS; `run_replay` swaps in the
@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from spica import backends
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
 from spica.planner.config import SlaLike
 
@@ -169,8 +170,9 @@ def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
     dp = int(unrolled[f"{shape}attention_dp"])
     max_batched_tokens = int(unrolled[f"{knob}max_num_batched_tokens"])
     prefix_caching = bool(unrolled[f"{knob}enable_prefix_caching"])
+    record = backends.backend(unrolled["backend"])
     engine: dict[str, Any] = {
-        "backend": unrolled["backend"],
+        "backend": record.ais_name,
         "worker_type": WORKER_TYPES[role],
         "num_gpu_blocks": int(unrolled[f"{knob}num_gpu_blocks"]) // dp,
         "block_size": int(unrolled[f"{knob}block_size"]),
@@ -179,8 +181,7 @@ def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
         "enable_prefix_caching": prefix_caching,
         "timing_model": ais_timing_model(ais_perf_config(unrolled, role)),
     }
-    if unrolled["backend"] == "sglang":
-        engine["sglang"] = {"chunked_prefill_size": max_batched_tokens, "max_prefill_tokens": max_batched_tokens}
+    engine.update(record.replay_engine(max_batched_tokens))
     if int(unrolled.get("aic_nextn") or 0) > 0:
         engine["aic_nextn"] = int(unrolled["aic_nextn"])
     if role != "agg" and unrolled.get("kv_transfer_bandwidth_gbps") is not None:
@@ -201,7 +202,7 @@ def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
     config: dict[str, Any] = {
         "model": unrolled["model_name"],
         "system": unrolled["hardware_sku"],
-        "backend": unrolled["backend"],
+        "backend": backends.backend(unrolled["backend"]).ais_name,
         "backend_version": unrolled["backend_version"],
         "worker_type": WORKER_TYPES[role],
         "tp": int(unrolled[f"{shape}tp"]),

@@ -15,9 +15,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
+from spica.backends import NAMES as BACKEND_NAMES
 from spica.space import capacity
 from spica.space.shapes import (
-    BACKENDS,
     GPUS_PER_WORKER,
     ModelInfo,
     WorkerShape,
@@ -85,7 +85,7 @@ class SpaceRequest:
     needs_kv_capacity: bool = False
 
     def __post_init__(self) -> None:
-        _check_choices("backend", self.backends, BACKENDS)
+        _check_choices("backend", self.backends, BACKEND_NAMES)
         _check_choices("deployment_mode", self.modes, tuple(ROLES))
         if not 0 < self.min_gpu_budget <= self.gpu_budget:
             raise ValueError(

@@ -15,16 +15,13 @@ import logging
 from dataclasses import dataclass
 from typing import Iterable
 
+from spica import backends
 from spica.space import cache
 from spica.space.shapes import WorkerShape
 
 logger = logging.getLogger("spica.space")
 
 MEMORY_MODULE = "aiconfigurator.sdk.memory"
-
-# vLLM / SGLang apply the memory fraction to total GPU memory, TRT-LLM to the free memory
-# left after weights: AIC's estimator insists on the matching kind per backend.
-FRACTION_KIND = {"vllm": "of_total", "sglang": "of_total", "trtllm": "of_free"}
 
 
 class KvCapacityUnavailable(ValueError):
@@ -45,8 +42,9 @@ def perf_data_version(system: str, backend: str) -> str | None:
     from aiconfigurator.sdk import perf_database
 
     version = None
-    if perf_database.get_supported_databases().get(system, {}).get(backend):
-        version = perf_database.get_latest_database_version(system, backend)
+    name = backends.backend(backend).aic_name
+    if perf_database.get_supported_databases().get(system, {}).get(name):
+        version = perf_database.get_latest_database_version(system, name)
     cache.store(key, {"version": version})
     return version
 
@@ -112,15 +110,16 @@ def _estimate(
 ) -> RankCapacity:
     from aiconfigurator.sdk.memory import estimate_kv_cache
 
+    record = backends.backend(backend)
     try:
         result = estimate_kv_cache(
             model_name,
             system,
-            backend,
+            record.aic_name,
             version,
             max_num_tokens=settings.max_num_batched_tokens,
             max_batch_size=1,  # AIC ignores it for non-KV memory (activations follow max_num_tokens)
-            memory_fraction_kind=FRACTION_KIND[backend],
+            memory_fraction_kind=record.memory_fraction_kind,
             memory_fraction_value=settings.gpu_memory_utilization,
             tp_size=shape.tp,
             pp_size=shape.pp,
