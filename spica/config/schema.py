@@ -126,6 +126,22 @@ def _shape_entry(entry: Any, where: str = "") -> dict[str, int]:
     return dict(entry)
 
 
+def _backend_version(value: Any) -> str | dict[str, str] | None:
+    """One perf-data version for every backend, or one per backend ({vllm: 0.24.0, ...})."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        for name, version in value.items():
+            if name not in backends.NAMES:
+                raise ValueError(f"{name!r} is not a backend; keys are among {', '.join(backends.NAMES)}")
+            if not isinstance(version, str) or not version:
+                raise ValueError(f"{name}: {version!r} must be a version string, e.g. 0.24.0")
+        return dict(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{value!r} must be a version string, or a dict of one per backend")
+    return value
+
+
 def _parallel_config_entry(entry: Any) -> dict[str, Any]:
     """Agg entries are a shape; disagg entries hold a `prefill` and a `decode` shape."""
     if isinstance(entry, Mapping) and ("prefill" in entry or "decode" in entry):
@@ -171,6 +187,7 @@ class SearchSpace(_Frozen):
     context_length: PositiveInt | None = None
     startup_time: NonNegative | None = None
     aic_nextn: Annotated[int, Strict(), Field(ge=0, le=5)] | None = None
+    backend_version: Annotated[Any, BeforeValidator(_backend_version)] = None  # Spica's own: null = the latest perf data
     # Engine, per role (superset: any positive integer)
     agg_max_num_batched_tokens: _knob(PositiveInt) = [8192, 16384, 32768]
     prefill_max_num_batched_tokens: _knob(PositiveInt) = [8192, 16384, 32768]
@@ -251,6 +268,12 @@ class SearchSpace(_Frozen):
                         f"{strict[0].label}'s disagg KV cache transceiver requires it (drop {strict[0].name} or disagg, "
                         "or pick multiples)"
                     )
+        if isinstance(self.backend_version, dict):
+            stray = [name for name in self.backend_version if name not in self.backend]
+            if stray:
+                raise ValueError(
+                    f"backend_version: {stray[0]} is not among backend ({', '.join(self.backend)}); give versions for those only"
+                )
         thresholds = [name for name in ADMISSION_THRESHOLDS if getattr(self, name) is not None]
         if thresholds and "kv_router" in self.router_mode:
             raise ValueError(
@@ -264,6 +287,12 @@ class SearchSpace(_Frozen):
     @property
     def offload_enabled(self) -> bool:
         return bool(self.num_g2_blocks)
+
+    def backend_versions(self) -> dict[str, str]:
+        """The pinned perf-data version of each backend that has one."""
+        if isinstance(self.backend_version, str):
+            return {name: self.backend_version for name in self.backend}
+        return dict(self.backend_version or {})
 
     @property
     def effective_min_gpu_budget(self) -> int:

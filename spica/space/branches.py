@@ -83,6 +83,7 @@ class SpaceRequest:
     decode_max_num_batched_tokens: int = 8192
     pinned_parallel_configs: tuple[Mapping[str, Any], ...] = ()
     needs_kv_capacity: bool = False
+    backend_versions: Mapping[str, str] = field(default_factory=dict)  # pinned perf-data versions; others: the default
 
     def __post_init__(self) -> None:
         _check_choices("backend", self.backends, BACKEND_NAMES)
@@ -317,9 +318,10 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
             f"search_space.hardware_sku: {request.hardware_sku!r} has no AI Configurator {capacity.aic_version()} perf data "
             f"for {', '.join(request.backends)}; systems it knows: {', '.join(known)}"
         )
+    versions = {backend: scored_version(request.hardware_sku, backend, request.backend_versions.get(backend)) for backend in request.backends}
     model = load_model_info(request.model_name)
     pins = [_parse_pin(entry, index, request.modes[0]) for index, entry in enumerate(request.pinned_parallel_configs)]
-    enumerator = _Enumerator(request, model, capacity.memory_model_available())
+    enumerator = _Enumerator(request, model, capacity.memory_model_available(), versions)
     branches: list[Branch] = []
     skipped: list[str] = []
     for mode in request.modes:
@@ -338,6 +340,20 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
             + " | ".join(skipped)
         )
     return tuple(branches)
+
+
+def scored_version(system: str, backend: str, pinned: str | None) -> str | None:
+    """The perf-data version `backend` is scored at: the pinned one, which must be installed for
+    both KV capacity and timing, else the default (None: no perf data, the backend is dropped)."""
+    if pinned is None:
+        return capacity.perf_data_version(system, backend)
+    allowed = capacity.perf_data_versions(system, backend)
+    if pinned not in allowed:
+        raise ValueError(
+            f"search_space.backend_version: {pinned!r} is not a {backend} perf-data version on {system} that both "
+            f"AI Configurator and AIS hold; allowed: {', '.join(allowed) or 'none'}"
+        )
+    return pinned
 
 
 def _parse_pin(entry: Mapping[str, Any], index: int, mode: str) -> tuple[RolePool, ...]:
@@ -403,10 +419,11 @@ class _PoolTable:
 class _Enumerator:
     """Per-request state: model, context, and the per-(backend, role) shape assessments."""
 
-    def __init__(self, request: SpaceRequest, model: ModelInfo, kv_known: bool) -> None:
+    def __init__(self, request: SpaceRequest, model: ModelInfo, kv_known: bool, versions: Mapping[str, str | None]) -> None:
         self.request = request
         self.model = model
         self.kv_known = kv_known
+        self.versions = versions
         self.context = request.context_length or model.max_context
         self._assessed: dict[tuple[str, str, tuple[WorkerShape, ...]], tuple[ShapeAssessment, ...]] = {}
 
@@ -419,7 +436,7 @@ class _Enumerator:
         dropped: list[tuple[str, str]] = []
         pin_reasons: list[dict[str, str]] = [{} for _ in pins]  # per pin: backend -> why not
         for backend in request.backends:
-            version = capacity.perf_data_version(request.hardware_sku, backend)
+            version = self.versions[backend]
             if version is None:
                 reason = f"no AI Configurator {capacity.aic_version()} perf data for {request.hardware_sku}"
                 self._drop(dropped, backend, mode, reason)

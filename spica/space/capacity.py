@@ -13,7 +13,7 @@ import importlib
 import importlib.metadata
 import logging
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from spica import backends
 from spica.space import cache
@@ -32,21 +32,48 @@ def aic_version() -> str:
     return importlib.metadata.version("aiconfigurator")
 
 
+def _ais_version() -> str:
+    return importlib.metadata.version("aisimulate")
+
+
 @functools.lru_cache(maxsize=None)
 def perf_data_version(system: str, backend: str) -> str | None:
-    """The latest AIC perf-database version for (system, backend); None when AIC has no data."""
-    key = {"kind": "perf_data_version", "aic": aic_version(), "system": system, "backend": backend}
+    """The default perf-database version for (system, backend): AI Configurator's latest
+    (its maintained default); None when AIC has no data."""
+    return _perf_data(system, backend)["default"]
+
+
+@functools.lru_cache(maxsize=None)
+def perf_data_versions(system: str, backend: str) -> tuple[str, ...]:
+    """The versions a candidate can be scored at: those both AI Configurator (KV capacity) and
+    AIS (timing) can query for (system, backend)."""
+    return tuple(_perf_data(system, backend)["scorable"])
+
+
+def _perf_data(system: str, backend: str) -> dict[str, Any]:
+    key = {"kind": "perf_data_versions", "aic": aic_version(), "ais": _ais_version(), "system": system, "backend": backend}
     stored = cache.load(key)
-    if "version" in stored:
-        return stored["version"]
+    if "default" in stored:
+        return stored
     from aiconfigurator.sdk import perf_database
 
-    version = None
-    name = backends.backend(backend).aic_name
-    if perf_database.get_supported_databases().get(system, {}).get(name):
-        version = perf_database.get_latest_database_version(system, name)
-    cache.store(key, {"version": version})
-    return version
+    record = backends.backend(backend)
+    aic = list(perf_database.get_supported_databases().get(system, {}).get(record.aic_name, []))
+    default = perf_database.get_latest_database_version(system, record.aic_name) if aic else None
+    found = {"default": default, "scorable": [version for version in aic if version in _ais_versions(system, record.ais_name)]}
+    cache.store(key, found)
+    return found
+
+
+def _ais_versions(system: str, backend: str) -> set[str]:
+    """The versions AIS accepts: its version slots (current, next) where it has them, else
+    every version its perf data holds."""
+    from aisimulate_core.sdk import perf_database
+
+    slots = perf_database.get_version_slots(system, backend)
+    if slots is not None:
+        return set(slots.values())
+    return set(perf_database.get_supported_databases().get(system, {}).get(backend, []))
 
 
 def known_systems() -> list[str]:
