@@ -30,6 +30,7 @@ from pydantic import (
 
 from spica import backends
 from spica.config import composites, presets
+from spica.quant import QUANT_NAMES, known_modes
 from spica.config.errors import ConfigError, format_validation_error
 from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace
 
@@ -188,6 +189,12 @@ class SearchSpace(_Frozen):
     startup_time: NonNegative | None = None
     aic_nextn: Annotated[int, Strict(), Field(ge=0, le=5)] | None = None
     backend_version: Annotated[Any, BeforeValidator(_backend_version)] = None  # Spica's own: null = the latest perf data
+    # Quantization (the peer's pinned scalars; a list is searched; null = what the checkpoint uses)
+    gemm_quant_mode: _knob(str) | None = None
+    moe_quant_mode: _knob(str) | None = None
+    kvcache_quant_mode: _knob(str) | None = None
+    fmha_quant_mode: _knob(str) | None = None
+    comm_quant_mode: _knob(str) | None = None
     # Engine, per role (superset: any positive integer)
     agg_max_num_batched_tokens: _knob(PositiveInt) = [8192, 16384, 32768]
     prefill_max_num_batched_tokens: _knob(PositiveInt) = [8192, 16384, 32768]
@@ -232,6 +239,17 @@ class SearchSpace(_Frozen):
     @field_validator("deployment_mode", "backend", "router_mode", *ENGINE_LIST_KNOBS, *ROUTER_LIST_KNOBS)
     @classmethod
     def _distinct(cls, values: list[Any]) -> list[Any]:
+        return _unique(values)
+
+    @field_validator(*QUANT_NAMES)
+    @classmethod
+    def _known_quant_modes(cls, values: list[str] | None, info: Any) -> list[str] | None:
+        if values is None:
+            return None
+        known = known_modes(info.field_name)
+        for value in values:
+            if value not in known:
+                raise ValueError(f"{value!r} is not a mode AI Configurator knows; one of {', '.join(known)}")
         return _unique(values)
 
     @model_validator(mode="after")
@@ -287,6 +305,10 @@ class SearchSpace(_Frozen):
     @property
     def offload_enabled(self) -> bool:
         return bool(self.num_g2_blocks)
+
+    def quant_modes(self) -> dict[str, tuple[str, ...]]:
+        """The quant choices of each quant field that is set (an unset one follows the checkpoint)."""
+        return {name: tuple(getattr(self, name)) for name in QUANT_NAMES if getattr(self, name) is not None}
 
     def backend_versions(self) -> dict[str, str]:
         """The pinned perf-data version of each backend that has one."""

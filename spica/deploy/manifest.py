@@ -28,6 +28,7 @@ from spica.deploy import flags
 from spica.deploy.settings import DeploySettings, deploy_settings, k8s_name_problem
 from spica.deploy.versions import DYNAMO_VERSION, runtime_engine_version
 from spica.planner.config import SlaLike, planner_config
+from spica.quant import QUANT_NAMES
 from spica.results.ledger import Candidate
 
 MODES = ("agg", "disagg")
@@ -83,6 +84,7 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
     record = backends.backend(u["backend"])
     engine = record.engine_package
     scored = ", ".join(f"{key}={value:.4g}" for key, value in candidate.objectives.items()) or "no objective"
+    quant = ", ".join(f"{name}={u[name]}" for name in QUANT_NAMES if u.get(name) is not None)
     return {
         "spica/candidate": candidate.key,
         "spica/deployment": candidate.label(),
@@ -90,6 +92,7 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
         "spica/scored-with": f"ai-dynamo {DYNAMO_VERSION} Replay, AI Configurator perf data for {engine} {u.get('backend_version')}",
         "spica/runtime-engine": f"{engine} {runtime_engine_version(record.name) or 'unpinned'} (ai-dynamo {DYNAMO_VERSION} "
         f"{record.runtime_image}; image {settings.image(record.runtime_image)})",
+        **({"spica/quantization": quant} if quant else {}),  # what capacity and timing were scored with
     }
 
 

@@ -25,6 +25,7 @@ from typing import Any, Literal, Mapping
 
 from spica import backends
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
+from spica.quant import QUANT_NAMES
 from spica.planner.config import SlaLike
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
@@ -197,7 +198,7 @@ def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
 
 
 def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
-    """AIS identity of one role's engine: model, GPU, backend (+version), shape, worker type."""
+    """AIS identity of one role's engine: model, GPU, backend (+version), shape, worker type, quant modes."""
     shape = _shape_prefix(unrolled, role)
     config: dict[str, Any] = {
         "model": unrolled["model_name"],
@@ -215,6 +216,7 @@ def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
         config["moe_tp_size"], config["moe_ep_size"] = moe_tp, moe_ep
     if int(unrolled.get("aic_nextn") or 0) > 0:
         config["nextn"] = int(unrolled["aic_nextn"])
+    config.update({name: unrolled[name] for name in QUANT_NAMES if unrolled.get(name) is not None})
     return config
 
 

@@ -26,6 +26,7 @@ def space_request(config: SmartSearchConfig) -> SpaceRequest:
         pinned_parallel_configs=tuple(space.parallel_configs),
         needs_kv_capacity=config.workload.kind == "kv_load_ratio",
         backend_versions=space.backend_versions(),
+        quant_modes=space.quant_modes(),
     )
 
 

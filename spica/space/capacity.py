@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from spica import backends
+from spica.quant import QUANT_FIELDS
 from spica.space import cache
 from spica.space.shapes import WorkerShape
 
@@ -32,8 +33,11 @@ def aic_version() -> str:
     return importlib.metadata.version("aiconfigurator")
 
 
-def _ais_version() -> str:
-    return importlib.metadata.version("aisimulate")
+def _ais_version() -> str | None:
+    try:
+        return importlib.metadata.version("aisimulate")
+    except importlib.metadata.PackageNotFoundError:  # spica.space alone, beside an AIC without AIS
+        return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -60,7 +64,8 @@ def _perf_data(system: str, backend: str) -> dict[str, Any]:
     record = backends.backend(backend)
     aic = list(perf_database.get_supported_databases().get(system, {}).get(record.aic_name, []))
     default = perf_database.get_latest_database_version(system, record.aic_name) if aic else None
-    found = {"default": default, "scorable": [version for version in aic if version in _ais_versions(system, record.ais_name)]}
+    timed = _ais_versions(system, record.ais_name) if _ais_version() else set(aic)
+    found = {"default": default, "scorable": [version for version in aic if version in timed]}
     cache.store(key, found)
     return found
 
@@ -74,6 +79,20 @@ def _ais_versions(system: str, backend: str) -> set[str]:
     if slots is not None:
         return set(slots.values())
     return set(perf_database.get_supported_databases().get(system, {}).get(backend, []))
+
+
+def supported_quant_modes(system: str, backend: str, version: str) -> dict[str, list[str]]:
+    """Per quant field, the modes the perf database of (system, backend, version) holds data for
+    (its support matrix, read once and cached: loading a database takes seconds)."""
+    key = {"kind": "quant_modes", "aic": aic_version(), "system": system, "backend": backend, "backend_version": version}
+    stored = cache.load(key)
+    if not stored:
+        from aiconfigurator.sdk import perf_database
+
+        matrix = perf_database.get_database(system, backends.backend(backend).aic_name, version).supported_quant_mode
+        stored = {field.name: list(matrix.get(field.matrix_key) or []) for field in QUANT_FIELDS}
+        cache.store(key, stored)
+    return stored
 
 
 def known_systems() -> list[str]:
@@ -118,10 +137,12 @@ def require_memory_model() -> None:
 
 @dataclass(frozen=True)
 class MemorySettings:
-    """Engine settings of one role that change how much memory is left for KV."""
+    """Engine settings of one role that change how many KV tokens fit: the memory left for KV,
+    and the quant modes (field, mode) that size weights and KV entries (unset: the checkpoint's)."""
 
     gpu_memory_utilization: float
     max_num_batched_tokens: int
+    quant: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,6 +174,7 @@ def _estimate(
             attention_dp_size=shape.attention_dp,
             moe_tp_size=shape.moe_tp,
             moe_ep_size=shape.moe_ep,
+            **dict(settings.quant),
         )
     except Exception as exc:  # "no KV budget" / unsupported model: AIC raises ValueError, internals may not
         return RankCapacity(0, str(exc).splitlines()[0][:300])
@@ -177,6 +199,7 @@ def rank_capacities(
         "backend_version": backend_version,
         "gpu_memory_utilization": settings.gpu_memory_utilization,
         "max_num_batched_tokens": settings.max_num_batched_tokens,
+        **({"quant": dict(settings.quant)} if settings.quant else {}),  # keys of the checkpoint's own modes unchanged
     }
     stored = cache.load(key)
     shapes = tuple(shapes)
