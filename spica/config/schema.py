@@ -188,6 +188,7 @@ class SearchSpace(_Frozen):
     context_length: PositiveInt | None = None
     startup_time: NonNegative | None = None
     aic_nextn: Annotated[int, Strict(), Field(ge=0, le=5)] | None = None
+    nextn_accepted: NonNegative | None = None  # draft tokens accepted per decode step (0..aic_nextn); null: Replay's default
     backend_version: Annotated[Any, BeforeValidator(_backend_version)] = None  # Spica's own: null = the latest perf data
     # Quantization (the peer's pinned scalars; a list is searched; null = what the checkpoint uses)
     gemm_quant_mode: _knob(str) | None = None
@@ -286,6 +287,11 @@ class SearchSpace(_Frozen):
                         f"{strict[0].label}'s disagg KV cache transceiver requires it (drop {strict[0].name} or disagg, "
                         "or pick multiples)"
                     )
+        if self.nextn_accepted is not None and not 0 <= self.nextn_accepted <= (self.aic_nextn or 0):
+            raise ValueError(
+                f"nextn_accepted: {self.nextn_accepted} draft tokens accepted per step needs aic_nextn >= it "
+                f"(aic_nextn is {self.aic_nextn}); speculative decoding accepts at most aic_nextn drafts per step"
+            )
         if isinstance(self.backend_version, dict):
             stray = [name for name in self.backend_version if name not in self.backend]
             if stray:

@@ -85,6 +85,8 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
     engine = record.engine_package
     scored = ", ".join(f"{key}={value:.4g}" for key, value in candidate.objectives.items()) or "no objective"
     quant = ", ".join(f"{name}={u[name]}" for name in QUANT_NAMES if u.get(name) is not None)
+    nextn, accepted = int(u.get("aic_nextn") or 0), u.get("nextn_accepted")
+    speculation = f"MTP {nextn} drafts per step, {accepted if accepted is not None else 'Replay default'} accepted per step"
     return {
         "spica/candidate": candidate.key,
         "spica/deployment": candidate.label(),
@@ -93,6 +95,7 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
         "spica/runtime-engine": f"{engine} {runtime_engine_version(record.name) or 'unpinned'} (ai-dynamo {DYNAMO_VERSION} "
         f"{record.runtime_image}; image {settings.image(record.runtime_image)})",
         **({"spica/quantization": quant} if quant else {}),  # what capacity and timing were scored with
+        **({"spica/speculation": speculation} if nextn else {}),  # the acceptance is the model's and traffic's, not a flag
     }
 
 

@@ -12,6 +12,8 @@ Mapping notes (ai-dynamo 1.6.1 mocker schema; unknown keys are rejected there):
   (`spica.backends`), as do the mocker's and AIS's names for it.
 - KV transfer (disagg) and host offload (G2) are real mocker features; both roles of a disagg
   pair get the transfer bandwidth. The offload batch size has no mocker field and is not modeled.
+- Speculative decoding: AIS prices a step with `aic_nextn` drafts; the mocker samples how many
+  are accepted, at the rates `nextn_accepted` implies (`accept_rates`) or at its own default.
 - Timing is AIS for every role. The call records it as direct AIS; `run_replay` swaps in the
   cached table in mode "table" (see `spica.evaluation.timing`).
 """
@@ -185,6 +187,9 @@ def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
     engine.update(record.replay_engine(max_batched_tokens))
     if int(unrolled.get("aic_nextn") or 0) > 0:
         engine["aic_nextn"] = int(unrolled["aic_nextn"])
+        if unrolled.get("nextn_accepted") is not None:
+            rates = accept_rates(int(unrolled["aic_nextn"]), float(unrolled["nextn_accepted"]))
+            engine["aic_nextn_accept_rates"] = ",".join(f"{rate:.6f}" for rate in rates)
     if role != "agg" and unrolled.get("kv_transfer_bandwidth_gbps") is not None:
         engine["kv_transfer_bandwidth"] = float(unrolled["kv_transfer_bandwidth_gbps"])
         engine["kv_transfer_bytes_per_token"] = int(unrolled["kv_bytes_per_token"])
@@ -195,6 +200,19 @@ def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
     if unrolled.get("startup_time") is not None:
         args["startup_time"] = float(unrolled["startup_time"])
     return args
+
+
+def accept_rates(nextn: int, accepted: float) -> list[float]:
+    """The mocker's conditional MTP acceptance rates (entry i: P(draft i accepted | the earlier ones
+    were)) for `accepted` draft tokens per step on average: one rate p for every draft, with
+    p + p² + … + pⁿ = accepted (bisection; the sum grows with p)."""
+    if not 0 <= accepted <= nextn:
+        raise ValueError(f"nextn_accepted: {accepted} must be between 0 and aic_nextn {nextn}")
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if sum(middle**i for i in range(1, nextn + 1)) < accepted else (low, middle)
+    return [(low + high) / 2] * nextn
 
 
 def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:

@@ -67,6 +67,8 @@ def unroll(
     mode = parallel.mode
     out: dict[str, Any] = {"deployment_mode": mode, "backend": backend, "backend_version": parallel.backend_version(backend)}
     out.update({name: getattr(space, name) for name in PINNED_FIELDS})
+    if space.nextn_accepted is not None:  # absent otherwise: earlier candidates keep their keys
+        out["nextn_accepted"] = space.nextn_accepted
     out["context_length"] = branch.context_length
     out.update(parallel.unrolled(backend))
     out.update(_quant_fields(branch, backend, knobs))

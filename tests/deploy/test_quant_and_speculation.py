@@ -1,5 +1,6 @@
 """The candidate's kvcache_quant_mode is deployed as its engine's own KV-cache dtype setting
-(spellings from spica.backends); an unset mode leaves the engine's default."""
+(spellings from spica.backends); an unset mode leaves the engine's default. MTP drafts are
+deployed as flags, the acceptance Replay assumed as an annotation."""
 
 from __future__ import annotations
 
@@ -34,3 +35,12 @@ def test_kv_cache_dtype_per_engine(mode: str, backend: str, fp8: str, bfloat16: 
     assert kv_dtype(backend, worker_args(mode, backend, "fp8")) == fp8
     assert kv_dtype(backend, worker_args(mode, backend, "bfloat16")) == bfloat16
     assert kv_dtype(backend, worker_args(mode, backend, None)) is None
+
+
+def test_mtp_drafts_are_deployed_and_the_assumed_acceptance_annotated() -> None:
+    u = unrolled("agg", "vllm", "off", False, False) | {"aic_nextn": 2, "nextn_accepted": 1.4}
+    manifest = dynamo_manifest(candidate(u))
+    args = main_container(components(manifest)["worker"])["args"]
+    assert json.loads(args[args.index("--speculative-config") + 1]) == {"method": "mtp", "num_speculative_tokens": 2}
+    assert manifest["metadata"]["annotations"]["spica/speculation"] == "MTP 2 drafts per step, 1.4 accepted per step"
+    assert "spica/speculation" not in dynamo_manifest(candidate(unrolled("agg", "vllm", "off", False, False)))["metadata"]["annotations"]
