@@ -46,7 +46,8 @@ def engine_versions(unrolled_configs: Iterable[Mapping[str, Any]]) -> dict[str, 
 def version_note(versions: Mapping[str, Mapping[str, str | None]]) -> str | None:
     """The line under the results table: "scored with perf data for vLLM 0.24.0; the image runs 0.31.0"."""
     parts = [
-        f"scored with perf data for {backends.backend(backend).label} {pair['scored']}; the image runs {pair['runtime'] or 'an unpinned version'}"
+        f"scored with perf data for {backends.backend(backend).label} {pair['scored']}; "
+        f"the image runs {pair['runtime'] or 'an unpinned version'}"
         for backend, pair in versions.items()
     ]
     return " | ".join(parts) or None

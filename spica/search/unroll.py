@@ -120,7 +120,8 @@ def _own_capacity(
     quant = tuple((field.name, unrolled[field.name]) for field in QUANT_FIELDS if field.sizes_memory and field.name in unrolled)
     settings = MemorySettings(getattr(space, f"{role}_gpu_memory_utilization"), int(max_num_batched_tokens), quant)
     shape = parallel.pool(role).shape
-    pool = worker_capacity(space.model_name, branch.hardware_sku, backend, parallel.backend_version(backend), shape, settings, block_size)
+    version = parallel.backend_version(backend)
+    pool = worker_capacity(space.model_name, branch.hardware_sku, backend, version, shape, settings, block_size)
     if pool.kv_tokens // shape.attention_dp < branch.context_length:
         raise LookupError(
             f"kv_below_context: {role} {shape.label} holds {pool.kv_tokens // shape.attention_dp} KV tokens per attention rank "

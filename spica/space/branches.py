@@ -332,7 +332,9 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
             f"search_space.hardware_sku: {request.hardware_sku!r} has no AI Configurator {capacity.aic_version()} perf data "
             f"for {', '.join(request.backends)}; systems it knows: {', '.join(known)}"
         )
-    versions = {backend: scored_version(request.hardware_sku, backend, request.backend_versions.get(backend)) for backend in request.backends}
+    versions = {
+        backend: scored_version(request.hardware_sku, backend, request.backend_versions.get(backend)) for backend in request.backends
+    }
     model = load_model_info(request.model_name)
     pins = [_parse_pin(entry, index, request.modes[0]) for index, entry in enumerate(request.pinned_parallel_configs)]
     enumerator = _Enumerator(request, model, capacity.memory_model_available(), versions)

@@ -27,7 +27,8 @@ def _cell(verdict: ShapeAssessment | None) -> str:
 
 def _branch_lines(branch: Branch) -> list[str]:
     versions = ", ".join(
-        f"{b} {branch.backend_version(b)} (perf data scorable: {', '.join(perf_data_versions(branch.hardware_sku, b))})" for b in branch.backends
+        f"{b} {branch.backend_version(b)} (perf data scorable: {', '.join(perf_data_versions(branch.hardware_sku, b))})"
+        for b in branch.backends
     )
     lines = [f"[{branch.mode}] {len(branch.configs)} configs; backends: {versions}"]
     for backend, choices in branch.quant_choices.items():
