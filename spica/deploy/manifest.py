@@ -29,6 +29,7 @@ from spica.deploy.settings import DeploySettings, deploy_settings, k8s_name_prob
 from spica.deploy.versions import DYNAMO_VERSION, runtime_engine_version
 from spica.planner.config import SlaLike, planner_config
 from spica.quant import QUANT_NAMES
+from spica.space.capacity import checkpoint_quant_modes
 from spica.results.ledger import Candidate
 
 MODES = ("agg", "disagg")
@@ -85,6 +86,9 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
     engine = record.engine_package
     scored = ", ".join(f"{key}={value:.4g}" for key, value in candidate.objectives.items()) or "no objective"
     quant = ", ".join(f"{name}={u[name]}" for name in QUANT_NAMES if u.get(name) is not None)
+    if u.get("kvcache_quant_mode") is None:
+        assumed = checkpoint_quant_modes(u["model_name"], record.name)["kvcache_quant_mode"]
+        quant = ", ".join(filter(None, (quant, f"kvcache_quant_mode={assumed} (AI Configurator's for the checkpoint)")))
     nextn, accepted = int(u.get("aic_nextn") or 0), u.get("nextn_accepted")
     speculation = f"MTP {nextn} drafts per step, {accepted if accepted is not None else 'Replay default'} accepted per step"
     return {
@@ -94,7 +98,7 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
         "spica/scored-with": f"ai-dynamo {DYNAMO_VERSION} Replay, AI Configurator perf data for {engine} {u.get('backend_version')}",
         "spica/runtime-engine": f"{engine} {runtime_engine_version(record.name) or 'unpinned'} (ai-dynamo {DYNAMO_VERSION} "
         f"{record.runtime_image}; image {settings.image(record.runtime_image)})",
-        **({"spica/quantization": quant} if quant else {}),  # what capacity and timing were scored with
+        "spica/quantization": quant,  # what capacity and timing were scored with
         **({"spica/speculation": speculation} if nextn else {}),  # the acceptance is the model's and traffic's, not a flag
     }
 
@@ -125,7 +129,10 @@ def dynamo_manifest(
     per_node = gpus_per_node(u["hardware_sku"])
     pools = {role: flags.Pool.of(u, role) for role in ROLES[mode]}
     placements = {role: placement(pool.gpus, per_node) for role, pool in pools.items()}
-    kv_cache_dtype = record.kv_cache_dtypes[u["kvcache_quant_mode"]] if u.get("kvcache_quant_mode") else None
+    # unset: the checkpoint's mode as AI Configurator sized the KV cache with it (an FP8 checkpoint's
+    # fp8), which the engines' own default ("auto": the model's dtype) would not run
+    kv_mode = u.get("kvcache_quant_mode") or checkpoint_quant_modes(u["model_name"], backend)["kvcache_quant_mode"]
+    kv_cache_dtype = record.kv_cache_dtypes.get(kv_mode)
     workers = {
         role: flags.Worker.of(
             u, pool, kv_cache_dtype=kv_cache_dtype,

@@ -95,6 +95,22 @@ def supported_quant_modes(system: str, backend: str, version: str) -> dict[str, 
     return stored
 
 
+def checkpoint_quant_modes(model_name: str, backend: str) -> dict[str, str]:
+    """The quant modes AI Configurator assumes for a checkpoint when none is set (it infers them
+    from the model's quantization config, e.g. fp8 KV cache for an FP8 checkpoint): what an unset
+    field was scored with, and so what a deployment must run."""
+    key = {"kind": "checkpoint_quant_modes", "aic": aic_version(), "model": model_name, "backend": backend}
+    stored = cache.load(key)
+    if not stored:
+        from aiconfigurator.sdk.memory import build_model_config
+        from aiconfigurator.sdk.models import get_model
+
+        config = get_model(model_name, build_model_config(1, 1, 1, 1, 1), backends.backend(backend).aic_name).config
+        stored = {field.name: getattr(config, field.name).name for field in QUANT_FIELDS}
+        cache.store(key, stored)
+    return stored
+
+
 def known_systems() -> list[str]:
     """Every system AI Configurator has a perf database for (any backend)."""
     from aiconfigurator.sdk import perf_database
