@@ -28,7 +28,7 @@ from spica.config import ConfigError, SmartSearchConfig
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-GROUPS = ("model", "system", "backend", "mode", "router", "planner", "workload", "goal", "sweep")
+GROUPS = ("model", "system", "backend", "mode", "router", "planner", "quant", "speculation", "workload", "goal", "sweep")
 SCHEMA_NODE = "spica_schema"  # every default, from the pydantic schema; conf/config.yaml builds on it
 EXIT_USAGE = 2
 EXIT_NOTHING_FEASIBLE = 3

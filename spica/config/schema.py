@@ -28,7 +28,9 @@ from pydantic import (
     model_validator,
 )
 
+from spica import backends
 from spica.config import composites, presets
+from spica.quant import QUANT_NAMES, known_modes
 from spica.config.errors import ConfigError, format_validation_error
 from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace
 from spica.goals import GOALS, PARETO, Goal, PlannerTarget
@@ -36,7 +38,7 @@ from spica.goals import GOALS, PARETO, Goal, PlannerTarget
 log = logging.getLogger("spica.config")
 
 Mode = Literal["agg", "disagg"]
-Backend = Literal["vllm", "sglang", "trtllm"]
+Backend = Literal[backends.NAMES]  # type: ignore[valid-type]  # the registry's names, in its order
 RouterMode = Literal["kv_router", "round_robin"]
 
 SHAPE_KEYS = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep", "replicas")
@@ -123,6 +125,22 @@ def _shape_entry(entry: Any, where: str = "") -> dict[str, int]:
     return dict(entry)
 
 
+def _backend_version(value: Any) -> str | dict[str, str] | None:
+    """One perf-data version for every backend, or one per backend ({vllm: 0.24.0, ...})."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        for name, version in value.items():
+            if name not in backends.NAMES:
+                raise ValueError(f"{name!r} is not a backend; keys are among {', '.join(backends.NAMES)}")
+            if not isinstance(version, str) or not version:
+                raise ValueError(f"{name}: {version!r} must be a version string, e.g. 0.24.0")
+        return dict(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{value!r} must be a version string, or a dict of one per backend")
+    return value
+
+
 def _parallel_config_entry(entry: Any) -> dict[str, Any]:
     """Agg entries are a shape; disagg entries hold a `prefill` and a `decode` shape."""
     if isinstance(entry, Mapping) and ("prefill" in entry or "decode" in entry):
@@ -168,6 +186,14 @@ class SearchSpace(_Frozen):
     context_length: PositiveInt | None = None
     startup_time: NonNegative | None = None
     aic_nextn: Annotated[int, Strict(), Field(ge=0, le=5)] | None = None
+    nextn_accepted: NonNegative | None = None  # draft tokens accepted per decode step (0..aic_nextn); null: Replay's default
+    backend_version: Annotated[Any, BeforeValidator(_backend_version)] = None  # Spica's own: null = the latest perf data
+    # Quantization (the peer's pinned scalars; a list is searched; null = what the checkpoint uses)
+    gemm_quant_mode: _knob(str) | None = None
+    moe_quant_mode: _knob(str) | None = None
+    kvcache_quant_mode: _knob(str) | None = None
+    fmha_quant_mode: _knob(str) | None = None
+    comm_quant_mode: _knob(str) | None = None
     # Engine, per role (superset: any positive integer)
     agg_max_num_batched_tokens: _knob(PositiveInt) = [8192, 16384, 32768]
     prefill_max_num_batched_tokens: _knob(PositiveInt) = [8192, 16384, 32768]
@@ -214,6 +240,17 @@ class SearchSpace(_Frozen):
     def _distinct(cls, values: list[Any]) -> list[Any]:
         return _unique(values)
 
+    @field_validator(*QUANT_NAMES)
+    @classmethod
+    def _known_quant_modes(cls, values: list[str] | None, info: Any) -> list[str] | None:
+        if values is None:
+            return None
+        known = known_modes(info.field_name)
+        for value in values:
+            if value not in known:
+                raise ValueError(f"{value!r} is not a mode AI Configurator knows; one of {', '.join(known)}")
+        return _unique(values)
+
     @model_validator(mode="after")
     def _cross_field_rules(self) -> "SearchSpace":
         if self.min_gpu_budget is not None and self.min_gpu_budget > self.gpu_budget:
@@ -237,15 +274,28 @@ class SearchSpace(_Frozen):
                 raise ValueError(
                     f"parallel_configs[{index}] is a {mode} config but deployment_mode is {', '.join(self.deployment_mode)}"
                 )
-        if "trtllm" in self.backend and "disagg" in self.deployment_mode:
+        strict = [backends.BACKENDS[name] for name in self.backend if backends.BACKENDS[name].disagg_tokens_per_block]
+        if strict and "disagg" in self.deployment_mode:
             for role in ("prefill", "decode"):
                 block = getattr(self, f"{role}_block_size")
                 odd = [value for value in getattr(self, f"{role}_max_num_batched_tokens") if value % block]
                 if odd:
                     raise ValueError(
                         f"{role}_max_num_batched_tokens: {odd[0]} is not a multiple of {role}_block_size {block}; "
-                        "TensorRT-LLM's disagg KV cache transceiver requires it (drop trtllm or disagg, or pick multiples)"
+                        f"{strict[0].label}'s disagg KV cache transceiver requires it (drop {strict[0].name} or disagg, "
+                        "or pick multiples)"
                     )
+        if self.nextn_accepted is not None and not 0 <= self.nextn_accepted <= (self.aic_nextn or 0):
+            raise ValueError(
+                f"nextn_accepted: {self.nextn_accepted} draft tokens accepted per step needs aic_nextn >= it "
+                f"(aic_nextn is {self.aic_nextn}); speculative decoding accepts at most aic_nextn drafts per step"
+            )
+        if isinstance(self.backend_version, dict):
+            stray = [name for name in self.backend_version if name not in self.backend]
+            if stray:
+                raise ValueError(
+                    f"backend_version: {stray[0]} is not among backend ({', '.join(self.backend)}); give versions for those only"
+                )
         thresholds = [name for name in ADMISSION_THRESHOLDS if getattr(self, name) is not None]
         if thresholds and "kv_router" in self.router_mode:
             raise ValueError(
@@ -259,6 +309,16 @@ class SearchSpace(_Frozen):
     @property
     def offload_enabled(self) -> bool:
         return bool(self.num_g2_blocks)
+
+    def quant_modes(self) -> dict[str, tuple[str, ...]]:
+        """The quant choices of each quant field that is set (an unset one follows the checkpoint)."""
+        return {name: tuple(getattr(self, name)) for name in QUANT_NAMES if getattr(self, name) is not None}
+
+    def backend_versions(self) -> dict[str, str]:
+        """The pinned perf-data version of each backend that has one."""
+        if isinstance(self.backend_version, str):
+            return {name: self.backend_version for name in self.backend}
+        return dict(self.backend_version or {})
 
     @property
     def effective_min_gpu_budget(self) -> int:

@@ -23,16 +23,18 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
+from spica import backends
 from spica.deploy import flags
 from spica.deploy.settings import DeploySettings, deploy_settings, k8s_name_problem
-from spica.deploy.versions import DYNAMO_VERSION, ENGINE_PACKAGES, runtime_engine_version
+from spica.deploy.versions import DYNAMO_VERSION, runtime_engine_version
 from spica.planner.config import SlaLike, planner_config
+from spica.quant import QUANT_NAMES
+from spica.space.capacity import checkpoint_quant_modes
 from spica.results.ledger import Candidate
 
 MODES = ("agg", "disagg")
 ROLES = {"agg": ("agg",), "disagg": ("prefill", "decode")}
 COMPONENT_TYPES = {"agg": "worker", "prefill": "prefill", "decode": "decode"}
-RUNTIME_IMAGES = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
 PLANNER_IMAGE = "dynamo-planner"
 FPM_PORT = "20380"  # dynamo.vllm.envs.DEFAULT_FORWARDPASS_METRIC_PORT; the three backends read it
 DEFAULT_GPUS_PER_NODE = 8
@@ -80,16 +82,24 @@ def host_offload_bytes(unrolled: Mapping[str, Any], pool: flags.Pool, worker: fl
 def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[str, str]:
     """What was scored and what the image runs (SPEC §5): perf-data version vs runtime engine."""
     u = candidate.unrolled
-    backend = u["backend"]
-    engine = ENGINE_PACKAGES[backend]
+    record = backends.backend(u["backend"])
+    engine = record.engine_package
     scored = ", ".join(f"{key}={value:.4g}" for key, value in candidate.objectives.items()) or "no objective"
+    quant = ", ".join(f"{name}={u[name]}" for name in QUANT_NAMES if u.get(name) is not None)
+    if u.get("kvcache_quant_mode") is None:
+        assumed = checkpoint_quant_modes(u["model_name"], record.name)["kvcache_quant_mode"]
+        quant = ", ".join(filter(None, (quant, f"kvcache_quant_mode={assumed} (AI Configurator's for the checkpoint)")))
+    nextn, accepted = int(u.get("aic_nextn") or 0), u.get("nextn_accepted")
+    speculation = f"MTP {nextn} drafts per step, {accepted if accepted is not None else 'Replay default'} accepted per step"
     return {
         "spica/candidate": candidate.key,
         "spica/deployment": candidate.label(),
         "spica/score": scored,
         "spica/scored-with": f"ai-dynamo {DYNAMO_VERSION} Replay, AI Configurator perf data for {engine} {u.get('backend_version')}",
-        "spica/runtime-engine": f"{engine} {runtime_engine_version(backend) or 'unpinned'} (ai-dynamo {DYNAMO_VERSION} "
-        f"{RUNTIME_IMAGES[backend]}; image {settings.image(RUNTIME_IMAGES[backend])})",
+        "spica/runtime-engine": f"{engine} {runtime_engine_version(record.name) or 'unpinned'} (ai-dynamo {DYNAMO_VERSION} "
+        f"{record.runtime_image}; image {settings.image(record.runtime_image)})",
+        "spica/quantization": quant,  # what capacity and timing were scored with
+        **({"spica/speculation": speculation} if nextn else {}),  # the acceptance is the model's and traffic's, not a flag
     }
 
 
@@ -107,8 +117,7 @@ def dynamo_manifest(
     """
     u = candidate.unrolled
     backend, mode = u["backend"], u["deployment_mode"]
-    if backend not in flags.ENGINE_ARGS:
-        raise ValueError(f"backend: {backend!r} is not one of {', '.join(flags.ENGINE_ARGS)}")
+    record = backends.backend(backend)
     if mode not in MODES:
         raise ValueError(f"deployment_mode: {mode!r} is not one of {', '.join(MODES)}")
     settings = deploy_settings(settings)
@@ -120,13 +129,18 @@ def dynamo_manifest(
     per_node = gpus_per_node(u["hardware_sku"])
     pools = {role: flags.Pool.of(u, role) for role in ROLES[mode]}
     placements = {role: placement(pool.gpus, per_node) for role, pool in pools.items()}
+    # unset: the checkpoint's mode as AI Configurator sized the KV cache with it (an FP8 checkpoint's
+    # fp8), which the engines' own default ("auto": the model's dtype) would not run
+    kv_mode = u.get("kvcache_quant_mode") or checkpoint_quant_modes(u["model_name"], backend)["kvcache_quant_mode"]
+    kv_cache_dtype = record.kv_cache_dtypes.get(kv_mode)
     workers = {
         role: flags.Worker.of(
-            u, pool, engine_id=f"{name}-{role}" if backend == "vllm" and pool.disaggregated and placements[role][1] > 1 else None
+            u, pool, kv_cache_dtype=kv_cache_dtype,
+            engine_id=f"{name}-{role}" if record.nixl_engine_id and pool.disaggregated and placements[role][1] > 1 else None,
         )
         for role, pool in pools.items()
     }
-    args = {role: flags.ENGINE_ARGS[backend](pool, workers[role]) for role, pool in pools.items()}
+    args = {role: record.engine_args(pool, workers[role]) for role, pool in pools.items()}
     frontend = flags.frontend_args(u)
 
     config_modifiers, dgd = flags.profiler_modules()
@@ -138,7 +152,7 @@ def dynamo_manifest(
         built = config_modifiers.CONFIG_MODIFIERS[backend].build_dgd_config(
             mode=mode,
             model_name=u["model_name"],
-            image=settings.image(RUNTIME_IMAGES[backend]),
+            image=settings.image(record.runtime_image),
             namespace=settings.namespace,
             pvc_name=cache,
             pvc_mount_path=settings.model_cache_mount if cache else None,
@@ -152,13 +166,14 @@ def dynamo_manifest(
     for role, pool in pools.items():
         component = components[COMPONENT_TYPES[role]]
         container = dgd.get_main_container(component)
-        if backend == "vllm" and workers[role].context_length is not None:  # the vLLM modifier drops it
-            container.args = dgd.set_unique_argument_value(container.args, "--max-model-len", str(workers[role].context_length))
+        context_flag = record.context_flag_after_modifier
+        if context_flag and workers[role].context_length is not None:
+            container.args = dgd.set_unique_argument_value(container.args, context_flag, str(workers[role].context_length))
         nodes = placements[role][1]
         component.multinode = dgd.MultinodeConfig(nodeCount=nodes) if nodes > 1 else None
         if planner is not None:
             container.env = dgd.set_unique_env_value(container.env, "DYN_FORWARDPASS_METRIC_PORT", FPM_PORT)
-        if workers[role].host_blocks and backend != "sglang":  # SGLang offloads with its own HiCache flags
+        if workers[role].host_blocks and record.kvbm_offload:
             container.env = dgd.set_unique_env_value(container.env, "DYN_KVBM_CPU_CACHE_OVERRIDE_NUM_BLOCKS", str(workers[role].host_blocks))
         offload = host_offload_bytes(u, pool, workers[role]) / nodes
         if settings.worker_memory_gib is not None or offload:

@@ -1,7 +1,7 @@
 """Which engine version a candidate was scored for, and which one its runtime image runs.
 
 Replay timing and KV capacity come from AI Configurator's perf data for one engine version
-(the unrolled `backend_version`); the `nvcr.io/nvidia/ai-dynamo/<backend>-runtime` image of the
+(the unrolled `backend_version`); the backend's runtime image (its registry entry) of the
 installed ai-dynamo release runs the engine pinned by that release's extras (its package
 metadata). Both are written where a user reads a result: manifest annotations, summary.json and
 one line under the results table.
@@ -15,15 +15,15 @@ from typing import Any, Iterable, Mapping
 
 from packaging.requirements import Requirement
 
+from spica import backends
+
 DYNAMO_VERSION = version("ai-dynamo")
-ENGINE_PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 @cache
 def runtime_engine_version(backend: str) -> str | None:
     """The engine version ai-dynamo pins for `backend` (its extra of the same name), or None."""
-    package = ENGINE_PACKAGES[backend]
+    package = backends.backend(backend).engine_package
     for line in requires("ai-dynamo") or ():
         requirement = Requirement(line)
         if requirement.name == package and requirement.marker is not None and requirement.marker.evaluate({"extra": backend}):
@@ -46,7 +46,8 @@ def engine_versions(unrolled_configs: Iterable[Mapping[str, Any]]) -> dict[str, 
 def version_note(versions: Mapping[str, Mapping[str, str | None]]) -> str | None:
     """The line under the results table: "scored with perf data for vLLM 0.24.0; the image runs 0.31.0"."""
     parts = [
-        f"scored with perf data for {ENGINE_NAMES[backend]} {pair['scored']}; the image runs {pair['runtime'] or 'an unpinned version'}"
+        f"scored with perf data for {backends.backend(backend).label} {pair['scored']}; "
+        f"the image runs {pair['runtime'] or 'an unpinned version'}"
         for backend, pair in versions.items()
     ]
     return " | ".join(parts) or None

@@ -8,10 +8,12 @@ Mapping notes (ai-dynamo 1.6.1 mocker schema; unknown keys are rejected there):
 - ``num_gpu_blocks`` is per data-parallel rank in the mocker, while the unrolled
   ``*_num_gpu_blocks`` counts the whole worker, so it is divided by ``attention_dp``.
 - The engine's GPU count (and so ``gpu_hours``) is ``tensor_parallel_size × dp_size``.
-- SGLang's mocker ignores ``max_num_batched_tokens`` and chunks by its own
-  ``chunked_prefill_size`` / ``max_prefill_tokens``; both carry the same budget here.
+- A backend's own mocker args (SGLang's chunking budgets) come from its registry entry
+  (`spica.backends`), as do the mocker's and AIS's names for it.
 - KV transfer (disagg) and host offload (G2) are real mocker features; both roles of a disagg
   pair get the transfer bandwidth. The offload batch size has no mocker field and is not modeled.
+- Speculative decoding: AIS prices a step with `aic_nextn` drafts; the mocker samples how many
+  are accepted, at the rates `nextn_accepted` implies (`accept_rates`) or at its own default.
 - Timing is AIS for every role. The call records it as direct AIS; `run_replay` swaps in the
   cached table in mode "table" (see `spica.evaluation.timing`).
 """
@@ -23,7 +25,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from spica import backends
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
+from spica.quant import QUANT_NAMES
 from spica.planner.config import SlaLike
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
@@ -169,8 +173,9 @@ def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
     dp = int(unrolled[f"{shape}attention_dp"])
     max_batched_tokens = int(unrolled[f"{knob}max_num_batched_tokens"])
     prefix_caching = bool(unrolled[f"{knob}enable_prefix_caching"])
+    record = backends.backend(unrolled["backend"])
     engine: dict[str, Any] = {
-        "backend": unrolled["backend"],
+        "backend": record.ais_name,
         "worker_type": WORKER_TYPES[role],
         "num_gpu_blocks": int(unrolled[f"{knob}num_gpu_blocks"]) // dp,
         "block_size": int(unrolled[f"{knob}block_size"]),
@@ -179,10 +184,12 @@ def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
         "enable_prefix_caching": prefix_caching,
         "timing_model": ais_timing_model(ais_perf_config(unrolled, role)),
     }
-    if unrolled["backend"] == "sglang":
-        engine["sglang"] = {"chunked_prefill_size": max_batched_tokens, "max_prefill_tokens": max_batched_tokens}
+    engine.update(record.replay_engine(max_batched_tokens))
     if int(unrolled.get("aic_nextn") or 0) > 0:
         engine["aic_nextn"] = int(unrolled["aic_nextn"])
+        if unrolled.get("nextn_accepted") is not None:
+            rates = accept_rates(int(unrolled["aic_nextn"]), float(unrolled["nextn_accepted"]))
+            engine["aic_nextn_accept_rates"] = ",".join(f"{rate:.6f}" for rate in rates)
     if role != "agg" and unrolled.get("kv_transfer_bandwidth_gbps") is not None:
         engine["kv_transfer_bandwidth"] = float(unrolled["kv_transfer_bandwidth_gbps"])
         engine["kv_transfer_bytes_per_token"] = int(unrolled["kv_bytes_per_token"])
@@ -195,13 +202,26 @@ def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
     return args
 
 
+def accept_rates(nextn: int, accepted: float) -> list[float]:
+    """The mocker's conditional MTP acceptance rates (entry i: P(draft i accepted | the earlier ones
+    were)) for `accepted` draft tokens per step on average: one rate p for every draft, with
+    p + p² + … + pⁿ = accepted (bisection; the sum grows with p)."""
+    if not 0 <= accepted <= nextn:
+        raise ValueError(f"nextn_accepted: {accepted} must be between 0 and aic_nextn {nextn}")
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if sum(middle**i for i in range(1, nextn + 1)) < accepted else (low, middle)
+    return [(low + high) / 2] * nextn
+
+
 def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
-    """AIS identity of one role's engine: model, GPU, backend (+version), shape, worker type."""
+    """AIS identity of one role's engine: model, GPU, backend (+version), shape, worker type, quant modes."""
     shape = _shape_prefix(unrolled, role)
     config: dict[str, Any] = {
         "model": unrolled["model_name"],
         "system": unrolled["hardware_sku"],
-        "backend": unrolled["backend"],
+        "backend": backends.backend(unrolled["backend"]).ais_name,
         "backend_version": unrolled["backend_version"],
         "worker_type": WORKER_TYPES[role],
         "tp": int(unrolled[f"{shape}tp"]),
@@ -214,6 +234,7 @@ def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
         config["moe_tp_size"], config["moe_ep_size"] = moe_tp, moe_ep
     if int(unrolled.get("aic_nextn") or 0) > 0:
         config["nextn"] = int(unrolled["aic_nextn"])
+    config.update({name: unrolled[name] for name in QUANT_NAMES if unrolled.get(name) is not None})
     return config
 
 

@@ -106,7 +106,7 @@ def mean_token_position(prompt_lengths: Iterable[int]) -> int | None:
 
 def table_key(perf_config: Mapping[str, Any], kv_tokens_per_rank: int, token_position: int | None = None) -> str:
     """Hash of everything a table's numbers depend on: the AIS identity (model, system, backend,
-    backend version, shape, worker type, block size, nextn), the KV extent of the grid, the
+    backend version, shape, worker type, block size, nextn, quant modes), the KV extent of the grid, the
     prefill token position, the AIS package version and the table format."""
     material = {
         "format": TABLE_FORMAT,

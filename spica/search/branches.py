@@ -25,6 +25,8 @@ def space_request(config: SmartSearchConfig) -> SpaceRequest:
         **{f"{role}_max_num_batched_tokens": max(getattr(space, f"{role}_max_num_batched_tokens")) for role in ROLES},
         pinned_parallel_configs=tuple(space.parallel_configs),
         needs_kv_capacity=config.workload.kind == "kv_load_ratio",
+        backend_versions=space.backend_versions(),
+        quant_modes=space.quant_modes(),
     )
 
 

@@ -33,10 +33,12 @@ class Knob:
         return len(self.values) > 1
 
 
-def branch_knobs(config: SmartSearchConfig, mode: str) -> list[Knob]:
-    """Every knob relevant to `mode`, pinned or searched, in a stable order."""
+def branch_knobs(config: SmartSearchConfig, mode: str, quant: Mapping[str, tuple[str, ...]] | None = None) -> list[Knob]:
+    """Every knob relevant to `mode`, pinned or searched, in a stable order; `quant`: the branch's
+    quant fields with the choices its backends' perf data hold (spica.space.branches.Branch.quant_knobs)."""
     space = config.search_space
     knobs = [Knob(f"{role}_{knob}", tuple(getattr(space, f"{role}_{knob}"))) for role in ROLES[mode] for knob in ENGINE_KNOBS]
+    knobs += [Knob(name, values) for name, values in (quant or {}).items()]
     knobs.append(Knob("router_mode", tuple(space.router_mode)))
     if "kv_router" in space.router_mode:
         router_knobs = KV_ROUTER_KNOBS + (OFFLOAD_ROUTER_KNOBS if space.offload_enabled else ())

@@ -194,7 +194,7 @@ def _search(
         # the same seeded questions and getting every finished answer back without a replay.
         searches = []
         for branch in branches:
-            knobs = branch_knobs(config, branch.mode)
+            knobs = branch_knobs(config, branch.mode, branch.quant_knobs())
             study, has_backend, pool_size = _study_for(plan, branch, knobs)
             searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
         sweep = config.sweep

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from spica.config import SmartSearchConfig
 from spica.config.schema import ADMISSION_THRESHOLDS
 from spica.planner.config import unroll_planner_fields
+from spica.quant import QUANT_FIELDS
 from spica.search.dimensions import KV_ROUTER_KNOBS, OFFLOAD_ROUTER_KNOBS, ROLES
 from spica.space.branches import Branch, ParallelConfig, worker_capacity
 from spica.space.capacity import MemorySettings
@@ -66,14 +67,17 @@ def unroll(
     mode = parallel.mode
     out: dict[str, Any] = {"deployment_mode": mode, "backend": backend, "backend_version": parallel.backend_version(backend)}
     out.update({name: getattr(space, name) for name in PINNED_FIELDS})
+    if space.nextn_accepted is not None:  # absent otherwise: earlier candidates keep their keys
+        out["nextn_accepted"] = space.nextn_accepted
     out["context_length"] = branch.context_length
     out.update(parallel.unrolled(backend))
+    out.update(_quant_fields(branch, backend, knobs))
     for role in ROLES[mode]:
         out[f"{role}_max_num_batched_tokens"] = knobs[f"{role}_max_num_batched_tokens"]
         out[f"{role}_max_num_seqs"] = knobs[f"{role}_max_num_seqs"]
         for field in ROLE_PINNED:
             out[f"{role}_{field}"] = getattr(space, f"{role}_{field}")
-        out.update(_own_capacity(config, branch, parallel, backend, role, knobs[f"{role}_max_num_batched_tokens"]))
+        out.update(_own_capacity(config, branch, parallel, backend, role, knobs[f"{role}_max_num_batched_tokens"], out))
     out["num_g2_blocks"] = space.num_g2_blocks or 0
     if space.offload_enabled:
         out.update({name: getattr(space, name) for name in OFFLOAD_FIELDS if getattr(space, name) is not None})
@@ -87,24 +91,42 @@ def unroll(
     return out
 
 
+def _quant_fields(branch: Branch, backend: str, knobs: Mapping[str, Any]) -> dict[str, str]:
+    """The candidate's quant modes (the fields that are set); LookupError (told as unsupported)
+    for a mode another backend of the branch has perf data for but this one lacks."""
+    chosen = {name: knobs[name] for name in branch.quant_knobs()}
+    for name, mode in chosen.items():
+        if mode not in branch.quant_choices[backend][name]:
+            raise LookupError(f"{name}: {mode} is not in {backend} perf data on {branch.hardware_sku}")
+    return chosen
+
+
 def _own_capacity(
-    config: SmartSearchConfig, branch: Branch, parallel: ParallelConfig, backend: str, role: str, max_num_batched_tokens: int
+    config: SmartSearchConfig, branch: Branch, parallel: ParallelConfig, backend: str, role: str, max_num_batched_tokens: int,
+    unrolled: Mapping[str, Any],
 ) -> dict[str, int]:
-    """The role's KV pool at the candidate's own batching and memory fraction.
+    """The role's KV pool at the candidate's own batching, memory fraction and quant modes.
 
     Enumeration sized every shape at the largest batch the search may pick (so the filter
-    never overstates capacity); a smaller batch leaves more memory for KV, which the
-    candidate's own figure — what Replay and the KV-relative load use — reflects.
+    never overstates capacity) and at the quant choice that holds most; a smaller batch leaves
+    more memory for KV, which the candidate's own figure — what Replay and the KV-relative load
+    use — reflects. A shape kept for another quant choice that cannot hold context_length at
+    this one raises LookupError (told as unsupported).
     """
     if parallel.role_capacity(backend, role) is None:  # no memory model: capacity unknown
         return {}
     space = config.search_space
     block_size = getattr(space, f"{role}_block_size")
-    settings = MemorySettings(getattr(space, f"{role}_gpu_memory_utilization"), int(max_num_batched_tokens))
-    pool = worker_capacity(
-        space.model_name, branch.hardware_sku, backend, parallel.backend_version(backend), parallel.pool(role).shape,
-        settings, block_size,
-    )
+    quant = tuple((field.name, unrolled[field.name]) for field in QUANT_FIELDS if field.sizes_memory and field.name in unrolled)
+    settings = MemorySettings(getattr(space, f"{role}_gpu_memory_utilization"), int(max_num_batched_tokens), quant)
+    shape = parallel.pool(role).shape
+    version = parallel.backend_version(backend)
+    pool = worker_capacity(space.model_name, branch.hardware_sku, backend, version, shape, settings, block_size)
+    if pool.kv_tokens // shape.attention_dp < branch.context_length:
+        raise LookupError(
+            f"kv_below_context: {role} {shape.label} holds {pool.kv_tokens // shape.attention_dp} KV tokens per attention rank "
+            f"at {', '.join(f'{name} {mode}' for name, mode in quant)} < context_length {branch.context_length}"
+        )
     return {f"{role}_kv_capacity_tokens": pool.kv_tokens, f"{role}_num_gpu_blocks": pool.num_gpu_blocks}
 
 

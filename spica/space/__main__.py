@@ -7,8 +7,8 @@ import json
 import logging
 import sys
 
+from spica.backends import NAMES
 from spica.space.branches import ROLES, SpaceRequest, enumerate_branches
-from spica.space.shapes import BACKENDS
 from spica.space.table import format_pool_table
 
 
@@ -19,7 +19,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget", type=int, default=32, help="gpu_budget (default 32)")
     parser.add_argument("--min-budget", type=int, default=1, help="min_gpu_budget (default 1)")
     parser.add_argument("--context", type=int, default=None, help="context_length (default: the model's max)")
-    parser.add_argument("--backend", nargs="+", default=["vllm"], choices=BACKENDS)
+    parser.add_argument("--backend", nargs="+", default=["vllm"], choices=NAMES)
     parser.add_argument("--mode", nargs="+", default=list(ROLES), choices=list(ROLES))
     parser.add_argument("--pin", action="append", default=[], help="a parallel_configs entry as JSON (repeatable)")
     parser.add_argument("--kv-load", action="store_true", help="the workload is kv_load_ratio (needs KV capacity)")

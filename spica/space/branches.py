@@ -15,9 +15,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
+from spica.backends import NAMES as BACKEND_NAMES
+from spica.backends import backend as backend_record
+from spica.quant import QUANT_FIELDS
 from spica.space import capacity
 from spica.space.shapes import (
-    BACKENDS,
     GPUS_PER_WORKER,
     ModelInfo,
     WorkerShape,
@@ -83,9 +85,11 @@ class SpaceRequest:
     decode_max_num_batched_tokens: int = 8192
     pinned_parallel_configs: tuple[Mapping[str, Any], ...] = ()
     needs_kv_capacity: bool = False
+    backend_versions: Mapping[str, str] = field(default_factory=dict)  # pinned perf-data versions; others: the default
+    quant_modes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # quant field -> choices; unset: the checkpoint's
 
     def __post_init__(self) -> None:
-        _check_choices("backend", self.backends, BACKENDS)
+        _check_choices("backend", self.backends, BACKEND_NAMES)
         _check_choices("deployment_mode", self.modes, tuple(ROLES))
         if not 0 < self.min_gpu_budget <= self.gpu_budget:
             raise ValueError(
@@ -108,10 +112,11 @@ class SpaceRequest:
     def block_size(self, role: str) -> int:
         return int(getattr(self, f"{role}_block_size"))
 
-    def memory_settings(self, role: str) -> capacity.MemorySettings:
+    def memory_settings(self, role: str, quant: tuple[tuple[str, str], ...] = ()) -> capacity.MemorySettings:
         return capacity.MemorySettings(
             gpu_memory_utilization=float(getattr(self, f"{role}_gpu_memory_utilization")),
             max_num_batched_tokens=int(getattr(self, f"{role}_max_num_batched_tokens")),
+            quant=quant,
         )
 
 
@@ -283,6 +288,8 @@ class Branch:
     dropped: tuple[tuple[str, str], ...]
     pinned: bool
     kv_known: bool
+    quant_choices: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Per backend, the quant choices its perf data holds (a field left unset is absent)."""
     _memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def memoised(self, key: Any, compute: Callable[[], T]) -> T:
@@ -301,6 +308,14 @@ class Branch:
     def backend_version(self, backend: str) -> str:
         return next(c.backend_version(backend) for c in self.configs_for(backend))
 
+    def quant_knobs(self) -> dict[str, tuple[str, ...]]:
+        """Each set quant field with the choices some backend of this branch can score."""
+        knobs: dict[str, dict[str, None]] = {}
+        for backend in self.backends:
+            for name, modes in self.quant_choices.get(backend, {}).items():
+                knobs.setdefault(name, {}).update(dict.fromkeys(modes))
+        return {name: tuple(modes) for name, modes in knobs.items()}
+
 
 def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
     """All viable branches for `request`; warns per dropped backend / skipped mode.
@@ -317,9 +332,12 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
             f"search_space.hardware_sku: {request.hardware_sku!r} has no AI Configurator {capacity.aic_version()} perf data "
             f"for {', '.join(request.backends)}; systems it knows: {', '.join(known)}"
         )
+    versions = {
+        backend: scored_version(request.hardware_sku, backend, request.backend_versions.get(backend)) for backend in request.backends
+    }
     model = load_model_info(request.model_name)
     pins = [_parse_pin(entry, index, request.modes[0]) for index, entry in enumerate(request.pinned_parallel_configs)]
-    enumerator = _Enumerator(request, model, capacity.memory_model_available())
+    enumerator = _Enumerator(request, model, capacity.memory_model_available(), versions)
     branches: list[Branch] = []
     skipped: list[str] = []
     for mode in request.modes:
@@ -338,6 +356,24 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
             + " | ".join(skipped)
         )
     return tuple(branches)
+
+
+def _sizes_memory(name: str) -> bool:
+    return next(field.sizes_memory for field in QUANT_FIELDS if field.name == name)
+
+
+def scored_version(system: str, backend: str, pinned: str | None) -> str | None:
+    """The perf-data version `backend` is scored at: the pinned one, which must be installed for
+    both KV capacity and timing, else the default (None: no perf data, the backend is dropped)."""
+    if pinned is None:
+        return capacity.perf_data_version(system, backend)
+    allowed = capacity.perf_data_versions(system, backend)
+    if pinned not in allowed:
+        raise ValueError(
+            f"search_space.backend_version: {pinned!r} is not a {backend} perf-data version on {system} that both "
+            f"AI Configurator and AIS hold; allowed: {', '.join(allowed) or 'none'}"
+        )
+    return pinned
 
 
 def _parse_pin(entry: Mapping[str, Any], index: int, mode: str) -> tuple[RolePool, ...]:
@@ -403,12 +439,14 @@ class _PoolTable:
 class _Enumerator:
     """Per-request state: model, context, and the per-(backend, role) shape assessments."""
 
-    def __init__(self, request: SpaceRequest, model: ModelInfo, kv_known: bool) -> None:
+    def __init__(self, request: SpaceRequest, model: ModelInfo, kv_known: bool, versions: Mapping[str, str | None]) -> None:
         self.request = request
         self.model = model
         self.kv_known = kv_known
+        self.versions = versions
         self.context = request.context_length or model.max_context
         self._assessed: dict[tuple[str, str, tuple[WorkerShape, ...]], tuple[ShapeAssessment, ...]] = {}
+        self._quant_kept: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def branch(self, mode: str, pins: list[tuple[RolePool, ...]]) -> Branch:
         request = self.request
@@ -418,14 +456,21 @@ class _Enumerator:
         assessments: list[ShapeAssessment] = []
         dropped: list[tuple[str, str]] = []
         pin_reasons: list[dict[str, str]] = [{} for _ in pins]  # per pin: backend -> why not
+        quant_choices: dict[str, dict[str, tuple[str, ...]]] = {}
         for backend in request.backends:
-            version = capacity.perf_data_version(request.hardware_sku, backend)
-            if version is None:
-                reason = f"no AI Configurator {capacity.aic_version()} perf data for {request.hardware_sku}"
+            version = self.versions[backend]
+            quant = self._quant(backend, version) if version is not None else {}
+            unscorable = next((name for name, modes in quant.items() if not modes), None)
+            if version is None or unscorable:
+                reason = (
+                    f"no AI Configurator {capacity.aic_version()} perf data for {request.hardware_sku}" if version is None
+                    else f"{unscorable}: none of {', '.join(request.quant_modes[unscorable])} has {backend} {version} perf data"
+                )
                 self._drop(dropped, backend, mode, reason)
                 for reasons in pin_reasons:
                     reasons[backend] = reason
                 continue
+            quant_choices[backend] = quant
             if pins:
                 shapes = {role: tuple(sorted({pin[i].shape for pin in pins})) for i, role in enumerate(roles)}
             else:
@@ -470,7 +515,31 @@ class _Enumerator:
             dropped=tuple(dropped),
             pinned=bool(pins),
             kv_known=self.kv_known,
+            quant_choices={backend: choices for backend, choices in quant_choices.items() if backend in served},
         )
+
+    def _quant(self, backend: str, version: str) -> dict[str, tuple[str, ...]]:
+        """The requested quant choices `backend` can score and deploy: its perf data holds them
+        and (KV cache) the engine can be told; the others are dropped with a warning, once."""
+        request = self.request
+        if not request.quant_modes:
+            return {}
+        if backend not in self._quant_kept:
+            held = capacity.supported_quant_modes(request.hardware_sku, backend, version)
+            deployable = backend_record(backend).kv_cache_dtypes
+            kept = {}
+            for name, modes in request.quant_modes.items():
+                kept[name] = tuple(m for m in modes if m in held[name] and (name != "kvcache_quant_mode" or m in deployable))
+                for lost in (m for m in modes if m not in kept[name]):
+                    why = f"not in {backend} {version} perf data" if lost not in held[name] else "the engine has no KV dtype for it"
+                    logger.warning("%s: %s dropped for %s on %s: %s", name, lost, backend, request.hardware_sku, why)
+            self._quant_kept[backend] = kept
+        return dict(self._quant_kept[backend])
+
+    def _memory_quants(self, backend: str, version: str) -> list[tuple[tuple[str, str], ...]]:
+        """Every combination of the backend's quant choices that sizes memory ([()] when none is set)."""
+        choices = [(name, modes) for name, modes in self._quant(backend, version).items() if _sizes_memory(name)]
+        return [tuple(zip((name for name, _ in choices), combo)) for combo in itertools.product(*(modes for _, modes in choices))]
 
     @staticmethod
     def _drop(dropped: list[tuple[str, str]], backend: str, mode: str, reason: str) -> None:
@@ -498,11 +567,13 @@ class _Enumerator:
             elif shape.gpus > request.gpu_budget:
                 excluded[shape] = (f"over_budget: needs {shape.gpus} GPUs > gpu_budget {request.gpu_budget}",)
         legal = [shape for shape in shapes if shape not in excluded]
-        ranks = {}
-        if self.kv_known:
-            ranks = capacity.rank_capacities(
-                self.model.name, request.hardware_sku, backend, version, request.memory_settings(role), legal
-            )
+        ranks: dict[WorkerShape, capacity.RankCapacity] = {}
+        if self.kv_known:  # with quant choices, a shape holds what its most compact choice holds
+            for quant in self._memory_quants(backend, version):
+                found = capacity.rank_capacities(
+                    self.model.name, request.hardware_sku, backend, version, request.memory_settings(role, quant), legal
+                )
+                ranks = {shape: max(ranks.get(shape, found[shape]), found[shape], key=lambda r: r.tokens) for shape in legal}
         for shape in shapes:
             if shape in excluded:
                 yield ShapeAssessment(backend, role, shape, None, None, None, excluded[shape])

@@ -13,18 +13,16 @@ import importlib.metadata
 import importlib.util
 import logging
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
+from spica import backends
+from spica.quant import QUANT_FIELDS
 from spica.space import cache
 from spica.space.shapes import WorkerShape
 
 logger = logging.getLogger("spica.space")
 
 MEMORY_MODULE = "aiconfigurator.sdk.memory"
-
-# vLLM / SGLang apply the memory fraction to total GPU memory, TRT-LLM to the free memory
-# left after weights: AIC's estimator insists on the matching kind per backend.
-FRACTION_KIND = {"vllm": "of_total", "sglang": "of_total", "trtllm": "of_free"}
 
 
 class KvCapacityUnavailable(ValueError):
@@ -35,20 +33,82 @@ def aic_version() -> str:
     return importlib.metadata.version("aiconfigurator")
 
 
+def _ais_version() -> str | None:
+    try:
+        return importlib.metadata.version("aisimulate")
+    except importlib.metadata.PackageNotFoundError:  # spica.space alone, beside an AIC without AIS
+        return None
+
+
 @functools.lru_cache(maxsize=None)
 def perf_data_version(system: str, backend: str) -> str | None:
-    """The latest AIC perf-database version for (system, backend); None when AIC has no data."""
-    key = {"kind": "perf_data_version", "aic": aic_version(), "system": system, "backend": backend}
+    """The default perf-database version for (system, backend): AI Configurator's latest
+    (its maintained default); None when AIC has no data."""
+    return _perf_data(system, backend)["default"]
+
+
+@functools.lru_cache(maxsize=None)
+def perf_data_versions(system: str, backend: str) -> tuple[str, ...]:
+    """The versions a candidate can be scored at: those both AI Configurator (KV capacity) and
+    AIS (timing) can query for (system, backend)."""
+    return tuple(_perf_data(system, backend)["scorable"])
+
+
+def _perf_data(system: str, backend: str) -> dict[str, Any]:
+    key = {"kind": "perf_data_versions", "aic": aic_version(), "ais": _ais_version(), "system": system, "backend": backend}
     stored = cache.load(key)
-    if "version" in stored:
-        return stored["version"]
+    if "default" in stored:
+        return stored
     from aiconfigurator.sdk import perf_database
 
-    version = None
-    if perf_database.get_supported_databases().get(system, {}).get(backend):
-        version = perf_database.get_latest_database_version(system, backend)
-    cache.store(key, {"version": version})
-    return version
+    record = backends.backend(backend)
+    aic = list(perf_database.get_supported_databases().get(system, {}).get(record.aic_name, []))
+    default = perf_database.get_latest_database_version(system, record.aic_name) if aic else None
+    timed = _ais_versions(system, record.ais_name) if _ais_version() else set(aic)
+    found = {"default": default, "scorable": [version for version in aic if version in timed]}
+    cache.store(key, found)
+    return found
+
+
+def _ais_versions(system: str, backend: str) -> set[str]:
+    """The versions AIS accepts: its version slots (current, next) where it has them, else
+    every version its perf data holds."""
+    from aisimulate_core.sdk import perf_database
+
+    slots = perf_database.get_version_slots(system, backend)
+    if slots is not None:
+        return set(slots.values())
+    return set(perf_database.get_supported_databases().get(system, {}).get(backend, []))
+
+
+def supported_quant_modes(system: str, backend: str, version: str) -> dict[str, list[str]]:
+    """Per quant field, the modes the perf database of (system, backend, version) holds data for
+    (its support matrix, read once and cached: loading a database takes seconds)."""
+    key = {"kind": "quant_modes", "aic": aic_version(), "system": system, "backend": backend, "backend_version": version}
+    stored = cache.load(key)
+    if not stored:
+        from aiconfigurator.sdk import perf_database
+
+        matrix = perf_database.get_database(system, backends.backend(backend).aic_name, version).supported_quant_mode
+        stored = {field.name: list(matrix.get(field.matrix_key) or []) for field in QUANT_FIELDS}
+        cache.store(key, stored)
+    return stored
+
+
+def checkpoint_quant_modes(model_name: str, backend: str) -> dict[str, str]:
+    """The quant modes AI Configurator assumes for a checkpoint when none is set (it infers them
+    from the model's quantization config, e.g. fp8 KV cache for an FP8 checkpoint): what an unset
+    field was scored with, and so what a deployment must run."""
+    key = {"kind": "checkpoint_quant_modes", "aic": aic_version(), "model": model_name, "backend": backend}
+    stored = cache.load(key)
+    if not stored:
+        from aiconfigurator.sdk.memory import build_model_config
+        from aiconfigurator.sdk.models import get_model
+
+        config = get_model(model_name, build_model_config(1, 1, 1, 1, 1), backends.backend(backend).aic_name).config
+        stored = {field.name: getattr(config, field.name).name for field in QUANT_FIELDS}
+        cache.store(key, stored)
+    return stored
 
 
 def known_systems() -> list[str]:
@@ -93,10 +153,12 @@ def require_memory_model() -> None:
 
 @dataclass(frozen=True)
 class MemorySettings:
-    """Engine settings of one role that change how much memory is left for KV."""
+    """Engine settings of one role that change how many KV tokens fit: the memory left for KV,
+    and the quant modes (field, mode) that size weights and KV entries (unset: the checkpoint's)."""
 
     gpu_memory_utilization: float
     max_num_batched_tokens: int
+    quant: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,21 +174,23 @@ def _estimate(
 ) -> RankCapacity:
     from aiconfigurator.sdk.memory import estimate_kv_cache
 
+    record = backends.backend(backend)
     try:
         result = estimate_kv_cache(
             model_name,
             system,
-            backend,
+            record.aic_name,
             version,
             max_num_tokens=settings.max_num_batched_tokens,
             max_batch_size=1,  # AIC ignores it for non-KV memory (activations follow max_num_tokens)
-            memory_fraction_kind=FRACTION_KIND[backend],
+            memory_fraction_kind=record.memory_fraction_kind,
             memory_fraction_value=settings.gpu_memory_utilization,
             tp_size=shape.tp,
             pp_size=shape.pp,
             attention_dp_size=shape.attention_dp,
             moe_tp_size=shape.moe_tp,
             moe_ep_size=shape.moe_ep,
+            **dict(settings.quant),
         )
     except Exception as exc:  # "no KV budget" / unsupported model: AIC raises ValueError, internals may not
         return RankCapacity(0, str(exc).splitlines()[0][:300])
@@ -151,6 +215,7 @@ def rank_capacities(
         "backend_version": backend_version,
         "gpu_memory_utilization": settings.gpu_memory_utilization,
         "max_num_batched_tokens": settings.max_num_batched_tokens,
+        **({"quant": dict(settings.quant)} if settings.quant else {}),  # keys of the checkpoint's own modes unchanged
     }
     stored = cache.load(key)
     shapes = tuple(shapes)

@@ -13,9 +13,10 @@ import importlib.resources
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
-BACKENDS = ("vllm", "sglang", "trtllm")
+from spica.backends import AIC_ENUMERATOR, LegalityRule, legality_rules
+
 GPUS_PER_WORKER = (1, 2, 4, 8, 16)
 SHAPE_KEYS = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep")
 
@@ -138,23 +139,7 @@ class WorkerShape:
         return {key: getattr(self, key) for key in SHAPE_KEYS}
 
 
-@dataclass(frozen=True)
-class LegalityRule:
-    """A rule a shape must satisfy; `backends` empty means it applies to every backend."""
-
-    name: str
-    statement: str
-    source: str
-    backends: tuple[str, ...]
-    holds: Callable[[WorkerShape, ModelInfo], bool]
-
-    def applies_to(self, backend: str) -> bool:
-        return not self.backends or backend in self.backends
-
-
-_AIC_ENUMERATOR = "aiconfigurator.sdk.utils.enumerate_parallel_config"
-
-RULES: tuple[LegalityRule, ...] = (
+RULES: tuple[LegalityRule, ...] = (  # every backend's, then each backend's own (spica.backends)
     LegalityRule(
         "gpus_per_worker",
         f"tp × pp × attention_dp must be one of {list(GPUS_PER_WORKER)}",
@@ -172,32 +157,18 @@ RULES: tuple[LegalityRule, ...] = (
     LegalityRule(
         "dense_is_tp",
         "a dense model takes tensor parallelism only (attention_dp = moe_tp = moe_ep = 1)",
-        f"{_AIC_ENUMERATOR}: the non-MoE branch emits (tp, pp, 1, 1, 1)",
+        f"{AIC_ENUMERATOR}: the non-MoE branch emits (tp, pp, 1, 1, 1)",
         (),
         lambda s, m: m.is_moe or s.attention_dp == s.moe_tp == s.moe_ep == 1,
     ),
     LegalityRule(
         "moe_width",
         "for MoE, tp × attention_dp must equal moe_tp × moe_ep",
-        f"{_AIC_ENUMERATOR}: `dp * tp * cp != moe_tp * moe_ep` is skipped",
+        f"{AIC_ENUMERATOR}: `dp * tp * cp != moe_tp * moe_ep` is skipped",
         (),
         lambda s, m: not m.is_moe or s.tp * s.attention_dp == s.moe_tp * s.moe_ep,
     ),
-    LegalityRule(
-        "trtllm_no_tp_with_attention_dp",
-        "trtllm forbids tp > 1 together with attention_dp > 1",
-        f"{_AIC_ENUMERATOR}: trtllm branch skips `dp > 1 and tp > 1`",
-        ("trtllm",),
-        lambda s, m: not (s.tp > 1 and s.attention_dp > 1),
-    ),
-    LegalityRule(
-        "vllm_no_moe_tp_with_moe_ep",
-        "vllm forbids moe_tp > 1 together with moe_ep > 1",
-        f"{_AIC_ENUMERATOR}: vllm branch skips `moe_tp > 1 and moe_ep > 1`",
-        ("vllm",),
-        lambda s, m: not (s.moe_tp > 1 and s.moe_ep > 1),
-    ),
-)
+) + legality_rules()
 
 
 def broken_rules(shape: WorkerShape, model: ModelInfo, backend: str) -> tuple[LegalityRule, ...]:

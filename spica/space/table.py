@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 from spica.space.branches import Branch, ShapeAssessment
-from spica.space.capacity import aic_version
+from spica.space.capacity import aic_version, perf_data_versions
 from spica.space.shapes import RULES
 
 
@@ -26,8 +26,14 @@ def _cell(verdict: ShapeAssessment | None) -> str:
 
 
 def _branch_lines(branch: Branch) -> list[str]:
-    versions = ", ".join(f"{b} {branch.backend_version(b)}" for b in branch.backends)
+    versions = ", ".join(
+        f"{b} {branch.backend_version(b)} (perf data scorable: {', '.join(perf_data_versions(branch.hardware_sku, b))})"
+        for b in branch.backends
+    )
     lines = [f"[{branch.mode}] {len(branch.configs)} configs; backends: {versions}"]
+    for backend, choices in branch.quant_choices.items():
+        listed = ", ".join(f"{name} [{', '.join(modes)}]" for name, modes in choices.items())
+        lines.append(f"  {backend} quant choices: {listed} (KV shown at the choice that holds most)")
     columns = list(dict.fromkeys(a.backend for a in branch.assessments))
     verdicts = {(a.backend, a.role, a.shape): a for a in branch.assessments}
     replicas: dict[tuple[str, object], list[int]] = {}
