@@ -23,7 +23,7 @@ SEARCH_IMPORTS = (
     # what those modules import inside functions, when first needed
     "dynamo.replay", "dynamo.llm", "dynamo.profiler.utils.config", "dynamo.profiler.utils.config_modifiers",
     "dynamo.planner.config.planner_config", "dynamo.planner.core.load.predictors", "aisimulate_core.sdk",
-    "aiconfigurator.sdk.memory", "aiconfigurator.sdk.perf_database", "aiconfigurator.sdk.utils",
+    "aiconfigurator.sdk.memory", "aiconfigurator.sdk.models", "aiconfigurator.sdk.perf_database", "aiconfigurator.sdk.utils",
 )
 WHOLE_PACKAGES = ("hydra", "hydra_plugins", "omegaconf")  # Hydra finds its plugins and configs by scanning
 
