@@ -184,6 +184,9 @@ def _cmd_compile(argv: Sequence[str]) -> None:
     args = parser.parse_args(argv)
     config, _ = _config_for(args)
     plan = compile_plan(config)
+    from spica.search.branches import branches_for
+
+    branches_for(config)  # a model, SKU or perf-data version the search cannot price is refused now, not at run time
     path = plan.write(args.output)
     print(f"wrote {path} (fingerprint {plan.short_id}, seed {plan.seed})")
 

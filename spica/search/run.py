@@ -188,8 +188,8 @@ def _search(
     if write:
         _import_in_background("spica.results.report")  # matplotlib and the manifest builders: ~1 s, needed at the end
     try:
+        branches = branches_for(config)  # first: a model, SKU or version it cannot price is refused before any work
         winners, predictor_report = _predictor_winners(plan)
-        branches = branches_for(config)
         # Studies live in memory for one run: a resume replays them from the journal, asking
         # the same seeded questions and getting every finished answer back without a replay.
         searches = []

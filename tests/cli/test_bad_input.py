@@ -226,3 +226,11 @@ def test_a_trace_request_longer_than_the_set_context(tmp_path, capsys):
     refused(capsys, ["--config-file", str(config)],
             "workload.trace_path: line 2 holds a request of 5010 tokens (input_length + output_length), "
             "longer than search_space.context_length 4096")
+
+
+@pytest.mark.parametrize("compiling", [True, False], ids=["compile", "search"])
+def test_a_perf_data_version_not_installed_is_refused_before_any_work(tmp_path, capsys, compiling):
+    argv = ["compile", "-o", str(tmp_path / "p.yaml")] if compiling else [f"results_dir={tmp_path / 'out'}"]
+    refused(capsys, [*argv, "search_space.backend_version=0.27.0"],
+            "search_space.backend_version: '0.27.0' is not a vllm perf-data version on h200_sxm")
+    assert not (tmp_path / "p.yaml").exists() and not (tmp_path / "out" / "evaluations.jsonl").exists()
