@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from spica.config import ConfigError, SmartSearchConfig
+from spica.errors import SearchError, UserError
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -32,14 +33,6 @@ GROUPS = ("model", "system", "backend", "mode", "router", "planner", "quant", "s
 SCHEMA_NODE = "spica_schema"  # every default, from the pydantic schema; conf/config.yaml builds on it
 EXIT_USAGE = 2
 EXIT_NOTHING_FEASIBLE = 3
-
-
-class UserError(Exception):
-    """Anything the user can fix; printed as its lines, never as a traceback."""
-
-    def __init__(self, lines: Sequence[str]):
-        self.lines = list(lines)
-        super().__init__("\n".join(self.lines))
 
 
 def normalise_overrides(overrides: Sequence[str]) -> list[str]:
@@ -261,21 +254,27 @@ def _hydra_app() -> None:
 
 
 class _user_errors:
-    """Print user errors as lines and exit 2; let real bugs raise."""
+    """User errors print as lines and exit 2; a search that cannot go on says why and exits 1; a
+    bug prints its traceback and asks for a report, exit 1 — never "invalid input"."""
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
-        if isinstance(exc, (ConfigError, UserError)):
+        if isinstance(exc, UserError):
             print("spica: invalid input:", file=sys.stderr)
             for line in exc.lines:
                 print(f"  {line}", file=sys.stderr)
             raise SystemExit(EXIT_USAGE)
-        from spica.errors import SpicaError
-
-        if isinstance(exc, SpicaError):
+        if isinstance(exc, SearchError):
             print(f"spica: {exc}", file=sys.stderr)
+            raise SystemExit(1)
+        if isinstance(exc, Exception):
+            import traceback
+
+            traceback.print_exception(exc, file=sys.stderr)
+            print(f"spica: this is a bug in Spica, not a problem with your input ({type(exc).__name__}); please report "
+                  "it with the traceback above and the command you ran", file=sys.stderr)
             raise SystemExit(1)
         return False
 

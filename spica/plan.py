@@ -19,6 +19,7 @@ import yaml
 
 from spica.config import ConfigError, SLATarget, SmartSearchConfig
 from spica.config.schema import load_yaml
+from spica.errors import UserError
 from spica.planner.policies import filter_scaling_policies
 
 PLAN_FORMAT = 1
@@ -33,7 +34,7 @@ VERSIONED_PACKAGES = (
 )
 
 
-class PlanError(ValueError):
+class PlanError(UserError):
     """A plan file that must not be run as it is; the message says why and what to do."""
 
 

@@ -11,16 +11,14 @@ from typing import Any, Iterable, Sequence
 
 from pydantic import BaseModel, ValidationError
 
+from spica.errors import UserError
+
 
 FIELD_FIRST = re.compile(r"^([a-z][a-z0-9_]*): (.+)$", re.DOTALL)
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """An invalid configuration; `lines` holds one message per problem."""
-
-    def __init__(self, lines: Sequence[str]):
-        self.lines = list(lines)
-        super().__init__("\n".join(self.lines))
 
 
 def field_path(loc: Iterable[Any]) -> str:

@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from spica.errors import UserError
+
 HASH_BLOCK_TOKENS = 512  # Replay's default mooncake block size (`trace_block_size`)
 MAX_REPLAY_REQUESTS = 1_000_000
 """Replay holds every request in memory (about 1 GB per 100,000 here): a replay, synthetic or
@@ -28,7 +30,7 @@ class TraceSummary:
     longest_request_line: int  # its line number (the first, if several)
 
 
-class TraceError(ValueError):
+class TraceError(UserError):
     """A trace file Replay cannot use; the message names the line and the field."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from spica.config import ConfigError, SmartSearchConfig
+from spica.errors import UserError
 from spica.space.branches import Branch, SpaceRequest, enumerate_branches
 from spica.space.table import format_pool_table
 
@@ -34,8 +35,8 @@ def branches_for(config: SmartSearchConfig) -> list[Branch]:
     """Enumerate; a model or system AI Configurator does not know is a config error."""
     try:
         return list(enumerate_branches(space_request(config)))
-    except ValueError as exc:
-        raise ConfigError([str(exc)]) from None
+    except UserError as exc:
+        raise ConfigError(exc.lines) from None
 
 
 def format_branches(branches: list[Branch]) -> str:

@@ -183,12 +183,12 @@ def _search(
     if measured:
         log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
 
+    branches = branches_for(config)  # first: a model, SKU or version it cannot price is refused before any work
     own_pool = pool is None
     pool = pool or local_pool(config.sweep.parallel_evals, config.sweep.per_round)  # its workers start meanwhile
     if write:
         _import_in_background("spica.results.report")  # matplotlib and the manifest builders: ~1 s, needed at the end
     try:
-        branches = branches_for(config)  # first: a model, SKU or version it cannot price is refused before any work
         winners, predictor_report = _predictor_winners(plan)
         # Studies live in memory for one run: a resume replays them from the journal, asking
         # the same seeded questions and getting every finished answer back without a replay.

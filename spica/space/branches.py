@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from spica.backends import NAMES as BACKEND_NAMES
 from spica.backends import backend as backend_record
+from spica.errors import UserError
 from spica.quant import QUANT_FIELDS
 from spica.space import capacity
 from spica.space.shapes import (
@@ -51,11 +52,11 @@ def bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
-class NoViableParallelConfig(ValueError):
+class NoViableParallelConfig(UserError):
     """No deployment mode has a backend with a KV-feasible config within the GPU budget."""
 
 
-class InvalidPinnedParallelConfig(ValueError):
+class InvalidPinnedParallelConfig(UserError):
     """A pinned parallel config is legal for none of the requested backends."""
 
 
@@ -92,20 +93,20 @@ class SpaceRequest:
         _check_choices("backend", self.backends, BACKEND_NAMES)
         _check_choices("deployment_mode", self.modes, tuple(ROLES))
         if not 0 < self.min_gpu_budget <= self.gpu_budget:
-            raise ValueError(
+            raise UserError(
                 f"gpu budget: need 0 < min_gpu_budget <= gpu_budget, got {self.min_gpu_budget} and {self.gpu_budget}"
             )
         if self.context_length is not None and self.context_length < 1:
-            raise ValueError(f"context_length: must be a positive integer, got {self.context_length}")
+            raise UserError(f"context_length: must be a positive integer, got {self.context_length}")
         for role in ("agg", "prefill", "decode"):
             if getattr(self, f"{role}_block_size") < 1:
-                raise ValueError(f"{role}_block_size: must be a positive integer")
+                raise UserError(f"{role}_block_size: must be a positive integer")
             if getattr(self, f"{role}_max_num_batched_tokens") < 1:
-                raise ValueError(f"{role}_max_num_batched_tokens: must be a positive integer")
+                raise UserError(f"{role}_max_num_batched_tokens: must be a positive integer")
             if not 0 < getattr(self, f"{role}_gpu_memory_utilization") <= 1:
-                raise ValueError(f"{role}_gpu_memory_utilization: must be in (0, 1]")
+                raise UserError(f"{role}_gpu_memory_utilization: must be in (0, 1]")
         if self.pinned_parallel_configs and len(self.modes) != 1:
-            raise ValueError(
+            raise UserError(
                 f"parallel_configs: pinning needs exactly one deployment_mode, got {list(self.modes)}"
             )
 
@@ -122,12 +123,12 @@ class SpaceRequest:
 
 def _check_choices(name: str, values: tuple[str, ...], allowed: tuple[str, ...]) -> None:
     if not values:
-        raise ValueError(f"{name}: needs at least one value (allowed: {', '.join(allowed)})")
+        raise UserError(f"{name}: needs at least one value (allowed: {', '.join(allowed)})")
     for value in values:
         if value not in allowed:
-            raise ValueError(f"{name}: unknown value {value!r} (allowed: {', '.join(allowed)})")
+            raise UserError(f"{name}: unknown value {value!r} (allowed: {', '.join(allowed)})")
     if len(set(values)) != len(values):
-        raise ValueError(f"{name}: duplicate values in {list(values)}")
+        raise UserError(f"{name}: duplicate values in {list(values)}")
 
 
 @dataclass(frozen=True)
@@ -328,7 +329,7 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
         capacity.require_memory_model()
     if all(capacity.perf_data_version(request.hardware_sku, backend) is None for backend in request.backends):
         known = capacity.known_systems()
-        raise ValueError(
+        raise UserError(
             f"search_space.hardware_sku: {request.hardware_sku!r} has no AI Configurator {capacity.aic_version()} perf data "
             f"for {', '.join(request.backends)}; systems it knows: {', '.join(known)}"
         )
@@ -369,7 +370,7 @@ def scored_version(system: str, backend: str, pinned: str | None) -> str | None:
         return capacity.perf_data_version(system, backend)
     allowed = capacity.perf_data_versions(system, backend)
     if pinned not in allowed:
-        raise ValueError(
+        raise UserError(
             f"search_space.backend_version: {pinned!r} is not a {backend} perf-data version on {system} that both "
             f"AI Configurator and AIS hold; allowed: {', '.join(allowed) or 'none'}"
         )
@@ -382,12 +383,12 @@ def _parse_pin(entry: Mapping[str, Any], index: int, mode: str) -> tuple[RolePoo
         shape = parse_shape(entry, where, extra_keys=("replicas",))
         return (RolePool("agg", shape, int(entry.get("replicas", 1))),)
     if set(entry) != {"prefill", "decode"}:
-        raise ValueError(f"{where}: a disagg pin needs exactly the keys prefill and decode, got {sorted(entry)}")
+        raise UserError(f"{where}: a disagg pin needs exactly the keys prefill and decode, got {sorted(entry)}")
     pools = []
     for role in ROLES["disagg"]:
         role_entry = entry[role]
         if not isinstance(role_entry, Mapping):
-            raise ValueError(f"{where}.{role}: must be a mapping of {{tp, pp, attention_dp, moe_tp, moe_ep, replicas}}")
+            raise UserError(f"{where}.{role}: must be a mapping of {{tp, pp, attention_dp, moe_tp, moe_ep, replicas}}")
         shape = parse_shape(role_entry, f"{where}.{role}", extra_keys=("replicas",))
         pools.append(RolePool(role, shape, int(role_entry.get("replicas", 1))))
     return tuple(pools)

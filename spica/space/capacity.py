@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from spica import backends
+from spica.errors import UserError
 from spica.quant import QUANT_FIELDS
 from spica.space import cache
 from spica.space.shapes import WorkerShape
@@ -25,7 +26,7 @@ logger = logging.getLogger("spica.space")
 MEMORY_MODULE = "aiconfigurator.sdk.memory"
 
 
-class KvCapacityUnavailable(ValueError):
+class KvCapacityUnavailable(UserError):
     """The workload needs KV capacity but the installed AI Configurator cannot estimate it."""
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from spica.backends import AIC_ENUMERATOR, LegalityRule, legality_rules
+from spica.errors import UserError
 
 GPUS_PER_WORKER = (1, 2, 4, 8, 16)
 SHAPE_KEYS = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep")
@@ -56,14 +57,14 @@ def load_model_info(model_name: str) -> ModelInfo:
         if bundled is not None and model_name not in bundled:  # AIC would try to download it, which cannot work offline
             close = difflib.get_close_matches(model_name, bundled, n=4, cutoff=0.6)
             hint = f"; close names: {', '.join(close)}" if close else f" (e.g. {', '.join(sorted(bundled)[:3])})"
-            raise ValueError(
+            raise UserError(
                 f"search_space.model_name: {model_name!r} is not among AI Configurator's {len(bundled)} bundled models and is "
                 f"not a local folder with a config.json{hint}"
             )
     try:
         parsed = get_model_config_from_model_path(model_name)
     except Exception as exc:  # AIC raises its own download / parse errors
-        raise ValueError(
+        raise UserError(
             f"model_name {model_name!r}: AI Configurator has no usable config for it ({exc})"
         ) from exc
     return ModelInfo(
@@ -202,7 +203,7 @@ def parse_shape(entry: Mapping[str, object], where: str, extra_keys: tuple[str, 
     allowed = SHAPE_KEYS + extra_keys
     for key, value in entry.items():
         if key not in allowed:
-            raise ValueError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+            raise UserError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{where}.{key}: must be a positive integer, got {value!r}")
+            raise UserError(f"{where}.{key}: must be a positive integer, got {value!r}")
     return WorkerShape(**{key: int(entry.get(key, 1)) for key in SHAPE_KEYS})  # type: ignore[arg-type]

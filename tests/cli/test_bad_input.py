@@ -230,7 +230,27 @@ def test_a_trace_request_longer_than_the_set_context(tmp_path, capsys):
 
 @pytest.mark.parametrize("compiling", [True, False], ids=["compile", "search"])
 def test_a_perf_data_version_not_installed_is_refused_before_any_work(tmp_path, capsys, compiling):
-    argv = ["compile", "-o", str(tmp_path / "p.yaml")] if compiling else [f"results_dir={tmp_path / 'out'}"]
-    refused(capsys, [*argv, "search_space.backend_version=0.27.0"],
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    command = ["compile", "-o", str(tmp_path / "p.yaml")] if compiling else ["--results-dir", str(tmp_path / "out")]
+    refused(capsys, [*command, "--config-file", str(config), "search_space.backend_version=0.27.0"],
             "search_space.backend_version: '0.27.0' is not a vllm perf-data version on h200_sxm")
     assert not (tmp_path / "p.yaml").exists() and not (tmp_path / "out" / "evaluations.jsonl").exists()
+
+
+def test_a_bug_is_a_traceback_with_a_report_hint_never_invalid_input(tmp_path, capsys, monkeypatch):
+    import spica.space.branches
+
+    def broken(request):
+        raise ValueError("an internal invariant broke")  # a bug in enumeration, not a user mistake
+
+    monkeypatch.setattr(spica.space.branches, "enumerate_branches", broken)
+    monkeypatch.setattr("spica.search.branches.enumerate_branches", broken)
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["space", "--config-file", str(config)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "invalid input" not in err
+    assert "Traceback (most recent call last)" in err and "ValueError: an internal invariant broke" in err
+    assert err.strip().splitlines()[-1].startswith("spica: this is a bug in Spica, not a problem with your input (ValueError); please report it")
