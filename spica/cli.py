@@ -26,6 +26,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from spica.config import ConfigError, SmartSearchConfig
 from spica.errors import SearchError, UserError
+from spica.results.outcome import SearchResults
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -119,7 +120,7 @@ def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir:
     _exit_if_nothing_feasible(results)
 
 
-def _exit_if_nothing_feasible(results: Any) -> None:
+def _exit_if_nothing_feasible(results: SearchResults) -> None:
     """A search that found no deployment ends with its reason and exit 3, so scripts notice."""
     if not len(results):
         from spica.results.table import nothing_feasible

@@ -25,7 +25,9 @@ from spica.deploy.settings import DeploySettings
 from spica.deploy.versions import engine_versions
 from spica.plan import Plan
 from spica.results.ledger import Candidate, write_ledger
+from spica.results.outcome import SearchResults
 from spica.results.plot import plot_results
+from spica.space.branches import Branch
 
 DEPLOY_TOP_N = 5
 log = logging.getLogger(__name__)
@@ -38,11 +40,11 @@ def _selected(plan: Plan, best: Sequence[Candidate]) -> list[Candidate]:
 def write_results(
     folder: Path,
     plan: Plan,
-    results: Any,
+    results: SearchResults,
     *,
     predictor_report: Mapping[str, Any],
     timings: Mapping[str, float],
-    branches: Sequence[Any],
+    branches: Sequence[Branch],
     deploy: DeploySettings | None = None,
 ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from spica.config import SmartSearchConfig
 from spica.deploy.versions import engine_versions, version_note
 from spica.goals import GOALS
 from spica.results.ledger import Candidate
+from spica.results.outcome import SearchResults
 
 UNITS = {name: goal.unit for name, goal in GOALS.items()}
 TOP_N = 10
@@ -48,7 +49,7 @@ def _numeric(text: str) -> bool:
     return text.replace(",", "").replace(".", "", 1).lstrip("-").isdigit()
 
 
-def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any, timings: Mapping[str, float]) -> str:
+def format_results(config: SmartSearchConfig, results: SearchResults, timings: Mapping[str, float]) -> str:
     objectives = config.goal.objectives
     pareto = config.goal.target == "pareto"
     title = "Pareto front" if pareto else f"Top {min(TOP_N, len(results))} by {objectives[0]} ({UNITS[objectives[0]]})"
@@ -65,8 +66,7 @@ def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any
         headers.insert(5, "±")
         for row, spread in zip(rows, spreads):
             row.insert(5, "-" if spread is None else f"{spread:.2f}%")
-    tallies = getattr(results, "tallies", {})
-    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in tallies.items())
+    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in results.tallies.items())
     wall = timings.get("wall_seconds", 0.0)
     choosing = timings.get("optimizer_seconds", 0.0)
     exposed = timings.get("optimizer_exposed_seconds", choosing)
@@ -79,7 +79,7 @@ def format_results(config: SmartSearchConfig, results: Sequence[Candidate] | Any
         *([SPREAD_NOTE] if any(spread is not None for spread in spreads) else []),
         *([sla_note(config)] if config.goal.sla_constrained else []),
         "",
-        f"{len(getattr(results, 'ledger', []))} candidates replayed: {summary}",
+        f"{len(results.ledger)} candidates replayed: {summary}",
         f"wall {wall:,.1f}s; choosing the next candidates took {choosing:,.1f}s, "
         f"{exposed:,.1f}s of it ({exposed / wall * 100 if wall else 0.0:.1f}% of the wall) with no replay running",
     ]

@@ -21,6 +21,7 @@ from spica.evaluation import score
 from spica.plan import Plan, compile_plan
 from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results.ledger import Candidate, Journal
+from spica.results.outcome import SearchResults
 from spica.search.branches import branches_for
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, workload_params
 from spica.search.pool import EvaluationPool, local_pool
@@ -36,17 +37,6 @@ from spica.study.params import Param
 log = logging.getLogger("spica.search")
 
 GRID_LIMIT = 20000
-
-
-class SearchResults(list):
-    """Best-first candidates (scalar goal) or the Pareto front, plus the full ledger and tallies."""
-
-    def __init__(self, best: list[Candidate], ledger: list[Candidate], tallies: dict[str, int], results_dir: Path | None, plan: Plan):
-        super().__init__(best)
-        self.ledger = ledger
-        self.tallies = tallies
-        self.results_dir = results_dir
-        self.plan = plan
 
 
 def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any]) -> Plan:
