@@ -1,4 +1,4 @@
-"""Time the load-predictor sub-sweep (SPEC §3 step 3), in all and per predictor family.
+"""Time the load-predictor sub-sweep (docs/search.md step 3), in all and per predictor family.
 
 Runs `predictor_sub_sweep` on a trace with all preset predictors (the losses and winners the
 search would pin), then once per family with that family's presets only, timing each call.

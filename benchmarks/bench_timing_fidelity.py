@@ -26,7 +26,7 @@ from spica.evaluation.replay import run_replay
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BACKEND_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14"}
-# KV tokens per worker from AI Configurator 0.12 (/work/shared/FACTS.md); TP8 extrapolated.
+# KV tokens per worker from AI Configurator 0.12; TP8 extrapolated.
 KV_TOKENS = {
     "vllm": {1: 261_000, 2: 775_000, 4: 1_800_000, 8: 3_900_000},
     "sglang": {1: 248_000, 2: 749_000, 4: 1_740_000, 8: 3_800_000},

@@ -80,7 +80,7 @@ def host_offload_bytes(unrolled: Mapping[str, Any], pool: flags.Pool, worker: fl
 
 
 def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[str, str]:
-    """What was scored and what the image runs (SPEC §5): perf-data version vs runtime engine."""
+    """What was scored and what the image runs (README, "Applying a result"): perf-data version vs runtime engine."""
     u = candidate.unrolled
     record = backends.backend(u["backend"])
     engine = record.engine_package

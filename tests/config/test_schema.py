@@ -1,4 +1,4 @@
-"""Upstream Spica's config contract (SPEC §2): every default, choice set and rule, with the
+"""Upstream Spica's config contract (docs/config.md): every default, choice set and rule, with the
 expected behaviour being upstream's. Each bad config asserts its one-line message."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_shared_scenarios_load(name, monkeypatch):
     assert config.search_space.hardware_sku == "h200_sxm"
 
 
-# -- defaults (SPEC §2.1-2.4) ------------------------------------------------------------------
+# -- defaults (docs/config.md) ---------------------------------------------------------------
 
 def test_search_space_defaults_are_upstreams():
     space = SmartSearchConfig.from_mapping(base()).search_space
@@ -336,7 +336,7 @@ def test_sweep_published_names_and_the_earlier_aliases(config_warnings):
     assert SweepConfig(random_seed=-1).seed == 2**32 - 1  # any int is a seed; designers get it as 32 bits
 
 
-# -- the Python API (SPEC §2.6) ----------------------------------------------------------------
+# -- the Python API (README, "Coming from upstream Spica") --------------------------------------
 
 def test_optimization_target_directions_and_planner_targets():
     assert [target.value for target in OptimizationTarget] == [

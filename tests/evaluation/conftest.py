@@ -1,7 +1,7 @@
-"""Candidates shaped like unroll's output (.notes/UNROLLED.md) with plausible KV capacities.
+"""Candidates shaped like unroll's output (docs/unrolled-candidate.md) with plausible KV capacities.
 
 KV tokens per worker for Qwen3-32B on h200_sxm with vllm come from AI Configurator 0.12
-(TP1 261k, TP2 775k, TP4 1.80M; TP8 extrapolated), see /work/shared/FACTS.md.
+(TP1 261k, TP2 775k, TP4 1.80M; TP8 extrapolated).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The load-predictor sub-sweep with Dynamo's own predictor classes (SPEC §3 step 3)."""
+"""The load-predictor sub-sweep with Dynamo's own predictor classes (docs/search.md step 3)."""
 
 from __future__ import annotations
 
