@@ -1,6 +1,8 @@
 """Scenario benchmark: the three shared scenarios end to end, and S1 against its exhaustive grid.
 
-Prints per scenario: wall time, optimizer share, unique replays, cache hits, best score (or the
+Prints per scenario (medians over seeds): process wall and start-up (launch to the first replay
+handed out), search wall, replay seconds, idle worker seconds (workers free while evaluations
+remained), optimizer seconds exposed and in all, unique replays, cache hits, best score (or the
 front's hypervolume), and — where the exhaustive grid is small enough to run — the fraction of
 the grid optimum reached and the fraction of the grid's replays spent (median over seeds).
 Every search runs in a fresh Python process, as `spica` does, so per-process costs (imports,
@@ -46,10 +48,16 @@ def load(name: str, **sweep: object) -> SmartSearchConfig:
 
 
 def measure_in_new_process(name: str, **sweep: object) -> dict:
-    """One search in a fresh interpreter (see `measure`); its record comes back as JSON."""
+    """One search in a fresh interpreter (see `measure`); its record comes back as JSON, with the
+    process's wall and its start-up: from launching the interpreter to the first replay handed out."""
     command = [sys.executable, __file__, "--measure", name, json.dumps(sweep)]
+    launched = time.time()
     output = subprocess.run(command, check=True, capture_output=True, text=True, cwd=REPO).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    record = json.loads(output.strip().splitlines()[-1])
+    record["process_wall_seconds"] = round(time.time() - launched, 2)
+    first = record.pop("first_evaluation_at")
+    record["startup_seconds"] = round(first - launched, 2) if first else None
+    return record
 
 
 def measure(config: SmartSearchConfig) -> dict:
@@ -59,8 +67,17 @@ def measure(config: SmartSearchConfig) -> dict:
         wall = time.monotonic() - started
         timings = json.loads((Path(folder) / "summary.json").read_text())["timings"]
     objectives = config.goal.objectives
+    workers = min(config.sweep.parallel_evals, config.sweep.per_round)
+    busy = sum(candidate.seconds for candidate in results.ledger)
+    window = (timings["evaluations_done_at"] - timings["first_evaluation_at"]) if timings["first_evaluation_at"] else 0.0
     record = {
         "wall_seconds": round(wall, 2),
+        "first_evaluation_at": timings["first_evaluation_at"],
+        "replay_seconds": round(sum(c.provenance.get("replay_seconds", 0.0) for c in results.ledger), 2),
+        "idle_worker_seconds": round(max(0.0, workers * window - busy), 2),  # workers free while evaluations remained
+        "idle_worker_share": round(max(0.0, workers * window - busy) / (workers * window), 4) if window else 0.0,
+        "optimizer_seconds": round(timings["optimizer_seconds"], 2),
+        "optimizer_exposed_seconds": round(timings["optimizer_exposed_seconds"], 2),
         "optimizer_share": round(timings["optimizer_exposed_seconds"] / timings["wall_seconds"], 4),
         "optimizer_total_share": round(timings["optimizer_seconds"] / timings["wall_seconds"], 4),
         "unique_replays": len(results.ledger),
@@ -98,7 +115,9 @@ def main() -> None:
         base = load(name)
         runs = [measure_in_new_process(name, random_seed=base.sweep.random_seed + offset) for offset in range(args.seeds)]
         entry: dict = {"runs": runs, "grid_candidates": grid_size(base)}
-        for key in ("wall_seconds", "optimizer_share", "optimizer_total_share", "unique_replays", "cache_hits"):
+        for key in ("process_wall_seconds", "startup_seconds", "wall_seconds", "replay_seconds", "idle_worker_seconds",
+                    "idle_worker_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",
+                    "optimizer_total_share", "unique_replays", "cache_hits"):
             entry[f"median_{key}"] = statistics.median(run[key] for run in runs)
         if base.goal.target == "pareto":
             fronts = [run["front"] for run in runs]
@@ -124,7 +143,10 @@ def main() -> None:
 
 def _line(name: str, entry: dict) -> str:
     parts = [
-        f"{name}: wall {entry['median_wall_seconds']:.1f}s",
+        f"{name}: process {entry['median_process_wall_seconds']:.1f}s (start-up {entry['median_startup_seconds']:.1f}s, "
+        f"search {entry['median_wall_seconds']:.1f}s)",
+        f"replays {entry['median_replay_seconds']:.1f}s",
+        f"idle workers {entry['median_idle_worker_seconds']:.1f}s ({entry['median_idle_worker_share'] * 100:.1f}%)",
         f"optimizer {entry['median_optimizer_share'] * 100:.1f}% exposed "
         f"({entry['median_optimizer_total_share'] * 100:.1f}% in all)",
         f"unique replays {entry['median_unique_replays']}",

@@ -124,6 +124,8 @@ class RoundLoop:
         self._seen_in_run: set[str] = set()
         self._inflight: dict[Future, tuple[_Round, str, dict[str, Any]]] = {}
         self._ledger: list[tuple[tuple[int, int, int], Candidate]] = []
+        self.first_submitted_at: float | None = None  # wall-clock times, for start-up and idle-worker figures
+        self.finished_at: float | None = None
 
     def run(self) -> list[Candidate]:
         for order, search in enumerate(self.searches):
@@ -140,6 +142,7 @@ class RoundLoop:
                 if not current.waiting:
                     self._finish(current)
                     self._start(current.order, current.search, current.index + 1)
+        self.finished_at = time.time()
         return [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
 
     def _start(self, order: int, search: BranchSearch, index: int) -> None:
@@ -151,6 +154,7 @@ class RoundLoop:
                 return  # the study has nothing left to suggest
             fresh = [(unrolled, key) for _, unrolled, key in current.batch if key not in self.measured]
             if fresh:
+                self.first_submitted_at = self.first_submitted_at or time.time()
                 futures = self.pool.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh])
                 for future, (unrolled, key) in zip(futures, fresh):
                     self.clock.watch(future)

@@ -208,6 +208,8 @@ def _search(
         "wall_seconds": time.monotonic() - started,
         "optimizer_seconds": loop.clock.seconds,
         "optimizer_exposed_seconds": loop.clock.exposed_seconds,
+        "first_evaluation_at": loop.first_submitted_at,  # epoch seconds: when the first replay was handed out
+        "evaluations_done_at": loop.finished_at,  # ... and when the last one came back (before the spread replays)
     }
     results = SearchResults(best, ledger, tallies, folder if write else None, plan)
     if write:
