@@ -23,14 +23,13 @@ import jax  # noqa: E402
 from vizier import algorithms as vza  # noqa: E402
 from vizier import pythia  # noqa: E402
 from vizier import pyvizier as vz  # noqa: E402
-from vizier._src.algorithms.designers import gp_ucb_pe  # noqa: E402
-from vizier._src.service import pythia_service, resources, vizier_client, vizier_service  # noqa: E402
-from vizier._src.service import study_pb2, vizier_service_pb2  # noqa: E402
 from vizier.service import clients  # noqa: E402
 from vizier.service import pyvizier as svz  # noqa: E402
+from vizier.service.protos import study_pb2, vizier_service_pb2  # noqa: E402
 
 from spica.study.candidates import CandidateSet, SpaceFillingDesigner  # noqa: E402
 from spica.study.fast_designer import FastDesigner, FastSettings  # noqa: E402
+from spica.study.vizier_internals import gp_ucb_pe, pythia_service, resources, vizier_client, vizier_service  # noqa: E402
 
 OWNER = "spica"
 DATABASE_FILE = "vizier.sqlite"
