@@ -35,11 +35,14 @@ class StudyRequest:
 
 @dataclass(frozen=True)
 class Algorithm:
-    """One entry: `exhaustive` algorithms measure every listed point once, whatever max_rounds says."""
+    """One entry: `exhaustive` algorithms measure every listed point once, whatever max_rounds says;
+    `packages` are the distributions beyond Spica's stack whose versions decide its suggestions,
+    recorded in a plan (spica/plan.py) so that a plan runs with exactly them."""
 
     name: str
     build: Callable[[StudyRequest], Study]
     exhaustive: bool = False
+    packages: tuple[str, ...] = ()
 
 
 _PINNED = (Param("pinned", "categorical", choices=("only",)),)  # a Vizier study needs a dimension
