@@ -68,10 +68,19 @@ def _grid(request: StudyRequest) -> Study:
     return GridStudy(request.points or [], request.objectives)
 
 
+def _optuna_tpe(request: StudyRequest) -> Study:
+    """TPE's own start-up default (10 random trials) would leave small budgets random
+    throughout; one round of random points, then TPE."""
+    from spica.study.optuna_tpe import OptunaTpeStudy
+
+    return OptunaTpeStudy(request.params, request.objectives, seed=request.seed, startup_trials=request.rounds[0])
+
+
 ALGORITHMS: dict[str, Algorithm] = {
     entry.name: entry
     for entry in (
         Algorithm("vizier", _vizier),
         Algorithm("grid", _grid, exhaustive=True),
+        Algorithm("optuna_tpe", _optuna_tpe, packages=("optuna",)),
     )
 }
