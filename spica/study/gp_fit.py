@@ -164,8 +164,7 @@ def _interleaved(
     try:
         answers = [g.switch(start) for g, start in zip(runs, starts)]
         while not all(g.dead for g in runs):
-            for index, g in enumerate(runs):
-                points[index] = answers[index]
+            points[:] = answers
             losses, grads = losses_and_grads(points)
             for index, g in enumerate(runs):
                 if not g.dead:
