@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import optuna
 
-from spica.study.base import Trial, best_trials, check_ask_count, told_outcome
+from spica.study.base import RecordedTrials, Trial, check_ask_count
 from spica.study.params import Objective, Param, Suggestion, check_objectives, check_params
 
 # Optuna logs every told trial at INFO on its own handler; the search reports progress itself.
@@ -23,7 +23,7 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 _DIRECTIONS = {"maximize": optuna.study.StudyDirection.MAXIMIZE, "minimize": optuna.study.StudyDirection.MINIMIZE}
 
 
-class OptunaTpeStudy:
+class OptunaTpeStudy(RecordedTrials):
     """Multivariate TPE with the constant liar (a batch's pending points count as bad ones, so
     one ask of n spreads out); the first `startup_trials` points are Optuna's random sampling.
     Same seed and same answers give the same suggestions."""
@@ -47,10 +47,6 @@ class OptunaTpeStudy:
         self._study = optuna.create_study(directions=[_DIRECTIONS[o.goal] for o in self._objectives], sampler=sampler)
         self._trials: dict[int, Trial] = {}
 
-    @property
-    def objectives(self) -> tuple[Objective, ...]:
-        return self._objectives
-
     def ask(self, n: int) -> list[Suggestion]:
         check_ask_count(n)
         suggestions = []
@@ -65,20 +61,12 @@ class OptunaTpeStudy:
     def tell(
         self, trial_id: int, metrics: Mapping[str, float] | None, infeasible_reason: str | None = None
     ) -> None:
-        if trial_id not in self._trials:
-            raise KeyError(f"tell: unknown trial id {trial_id}; asked ids are 1..{len(self._trials)}")
-        told = told_outcome(self._trials[trial_id], self._objectives, metrics, infeasible_reason)
+        told = self._outcome(trial_id, metrics, infeasible_reason)
         if told.status == "completed":
             self._study.tell(trial_id - 1, [told.metrics[o.name] for o in self._objectives])
         else:
             self._study.tell(trial_id - 1, state=optuna.trial.TrialState.FAIL)
         self._trials[trial_id] = told
-
-    def best(self) -> list[Trial]:
-        return best_trials(self.trials(), self._objectives)
-
-    def trials(self) -> list[Trial]:
-        return [self._trials[i] for i in sorted(self._trials)]
 
 
 def _distribution(param: Param) -> optuna.distributions.BaseDistribution:

@@ -18,12 +18,12 @@ from vizier.service import clients
 from vizier.service import pyvizier as svz
 
 from spica.study import engine, fast_designer, vizier_space
-from spica.study.base import Trial, best_trials, check_ask_count, told_outcome
+from spica.study.base import RecordedTrials, Trial, check_ask_count
 from spica.study.candidates import CandidateSet
 from spica.study.params import Objective, Param, Suggestion, check_objectives, check_params, coerce_point, point_key
 
 
-class VizierStudy:
+class VizierStudy(RecordedTrials):
     """One Vizier study; `algorithm` is "fast" (Spica's designer), "default" (Vizier's
     GP-UCB-PE), "random" or "quasi_random".
 
@@ -88,10 +88,6 @@ class VizierStudy:
         return engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
 
     @property
-    def objectives(self) -> tuple[Objective, ...]:
-        return self._objectives
-
-    @property
     def vizier_study_id(self) -> str:
         """The id of the underlying Vizier study (owner "spica")."""
         return self._vizier_id
@@ -122,9 +118,7 @@ class VizierStudy:
     def tell(
         self, trial_id: int, metrics: Mapping[str, float] | None, infeasible_reason: str | None = None
     ) -> None:
-        if trial_id not in self._trials:
-            raise KeyError(f"tell: unknown trial id {trial_id}; this study has ids {sorted(self._trials)}")
-        told = told_outcome(self._trials[trial_id], self._objectives, metrics, infeasible_reason)
+        told = self._outcome(trial_id, metrics, infeasible_reason)
         trial = self._study.get_trial(trial_id)
         if told.status == "completed":
             trial.complete(vz.Measurement(metrics=dict(told.metrics)))
@@ -133,12 +127,6 @@ class VizierStudy:
         self._trials[trial_id] = told
         if trial_id in self._undelivered:
             self._undelivered.remove(trial_id)
-
-    def best(self) -> list[Trial]:
-        return best_trials(self.trials(), self._objectives)
-
-    def trials(self) -> list[Trial]:
-        return [self._trials[i] for i in sorted(self._trials)]
 
     def _unused_candidates(self) -> int:
         """How many candidates no trial has used yet (pool-aware designers pick only these)."""
