@@ -18,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from vizier.jax import models
+
 from spica.study import exported
 from spica.study import gp_fit as fit
-from vizier._src.jax import types
-from vizier._src.jax.models import tuned_gp_models
+from spica.study.vizier_internals import types
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gp_fit.json"
 CONTINUOUS, CATEGORICAL = 5, 3
@@ -38,7 +39,7 @@ def problem(trials: int, seed: int) -> types.ModelData:
 
 
 def run(data: types.ModelData, seed: int, *, log: bool, restarts: int) -> dict:
-    per_metric = tuned_gp_models.VizierGaussianProcess(_dim=types.ContinuousAndCategorical(CONTINUOUS, CATEGORICAL), _num_metrics=1)
+    per_metric = models.VizierGaussianProcess(_dim=types.ContinuousAndCategorical(CONTINUOUS, CATEGORICAL), _num_metrics=1)
     fixed = fit._fixed_start(data)
     layout = tuple((name, np.shape(value)) for name, value in sorted(fixed.items()))
     lower, upper = (fit._flatten(bound, layout) for bound in fit._bounds(per_metric))

@@ -1,4 +1,5 @@
-"""Optimizer benchmark: Spica's "fast" Vizier designer vs Vizier's default vs random search.
+"""Optimizer benchmark: Spica's "fast" Vizier designer vs Vizier's default vs random search
+(and any other study algorithm of spica/study/algorithms.py, e.g. optuna_tpe).
 
 A synthetic but Spica-shaped problem: six mixed knobs (backend, GPUs per worker, replicas,
 max_num_seqs, max_num_batched_tokens, router) over a finite pool of valid configurations
@@ -16,6 +17,7 @@ fraction of the pool's Pareto front (Pareto); medians over seeds.
     PYTHONPATH=. .venv/bin/python benchmarks/bench_optimizer.py --algorithms fast random   # ~15 min
     PYTHONPATH=. .venv/bin/python benchmarks/bench_optimizer.py --algorithms default \
         --scenarios single_8x2 --seeds 0 1 2        # Vizier's default: 10-20 min per study here
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_optimizer.py --algorithms optuna_tpe   # ~2 min
     PYTHONPATH=. .venv/bin/python benchmarks/bench_optimizer.py --quick    # 1 seed, 8x2 only
 Results merge into benchmarks/results/optimizer.json (per seed, so runs can be split).
 """
@@ -140,19 +142,31 @@ def project(point: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str
 
 def run_study(algorithm: str, scenario: str, seed: int, max_rounds: int | None = None) -> dict[str, Any]:
     """One study in this process (optionally cut after `max_rounds`, for timing the slow
-    default designer on long scenarios); returns timings and the evaluation trace."""
-    started = time.perf_counter()
-    from spica.study.vizier_study import VizierStudy
+    default designer on long scenarios); returns timings and the evaluation trace.
 
+    `algorithm` is a Vizier designer, or a study algorithm of the registry built as a search
+    builds it (its imports are then part of `open_seconds`, not `setup_seconds`)."""
+    started = time.perf_counter()
+    from spica.study.algorithms import ALGORITHMS, StudyRequest
+
+    if algorithm not in ALGORITHMS:
+        from spica.study.vizier_study import VizierStudy
     setup_seconds = time.perf_counter() - started
     rounds, per_round, pareto = SCENARIOS[scenario]
     candidates = pool(pareto)
     with tempfile.TemporaryDirectory() as storage:
         opened = time.perf_counter()
-        study = VizierStudy(
-            f"bench-{scenario}", space(pareto), objectives(pareto), seed=seed, storage_dir=Path(storage),
-            fingerprint="bench", algorithm=algorithm, candidates=candidates,
-        )
+        if algorithm in ALGORITHMS:
+            request = StudyRequest(
+                f"bench-{scenario}", tuple(space(pareto)), tuple(objectives(pareto)), seed, "bench", candidates,
+                (per_round, rounds), "fast",
+            )
+            study = ALGORITHMS[algorithm].build(request)
+        else:
+            study = VizierStudy(
+                f"bench-{scenario}", space(pareto), objectives(pareto), seed=seed, storage_dir=Path(storage),
+                fingerprint="bench", algorithm=algorithm, candidates=candidates,
+            )
         open_seconds = time.perf_counter() - opened
         ask_seconds: list[float] = []
         ask_cpu_seconds: list[float] = []

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import yaml
 
@@ -21,6 +21,7 @@ from spica.config import ConfigError, SLATarget, SmartSearchConfig
 from spica.config.schema import load_yaml
 from spica.errors import UserError
 from spica.planner.policies import filter_scaling_policies
+from spica.study.algorithms import ALGORITHMS
 
 PLAN_FORMAT = 1
 VERSIONED_PACKAGES = (
@@ -38,9 +39,9 @@ class PlanError(UserError):
     """A plan file that must not be run as it is; the message says why and what to do."""
 
 
-def installed_versions() -> dict[str, str]:
+def installed_versions(packages: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str]:
     versions = {}
-    for package in VERSIONED_PACKAGES:
+    for package in packages:
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -87,7 +88,8 @@ class Plan:
         the arrivals (a request-rate workload)."""
         config = self.config
         body = {
-            "versions": dict(self.versions),
+            # an algorithm's own packages choose the candidates, they never score one
+            "versions": {name: version for name, version in self.versions.items() if name in VERSIONED_PACKAGES},
             "trace_sha256": self.trace_sha256,
             "workload": config.workload.model_dump(mode="json"),
             "goal": config.goal.model_dump(mode="json"),
@@ -146,7 +148,7 @@ def compile_plan(config: SmartSearchConfig) -> Plan:
     config = with_usable_policies(config)
     trace = config.workload.trace_path
     trace_sha256 = file_sha256(trace) if trace else None
-    versions = installed_versions()
+    versions = installed_versions(VERSIONED_PACKAGES + ALGORITHMS[config.sweep.algorithm].packages)
     return Plan(config, versions, trace_sha256, _fingerprint(_body(config, versions, trace_sha256)))
 
 
@@ -176,7 +178,7 @@ def load_plan(path: str | Path, *, check_versions: bool = True) -> Plan:
     if data["seed"] != config.sweep.seed:
         raise PlanError(f"{path}: seed {data['seed']} differs from sweep.seed {config.sweep.seed}")
     if check_versions:
-        installed = installed_versions()
+        installed = installed_versions(data["versions"])
         drift = [f"{name} {want} (installed {installed.get(name)})" for name, want in data["versions"].items() if installed.get(name) != want]
         if drift:
             raise PlanError(f"{path}: made with other versions: {'; '.join(drift)}; install those or recompile the plan")

@@ -34,6 +34,7 @@ from spica.quant import QUANT_NAMES, known_modes
 from spica.config.errors import ConfigError, format_validation_error
 from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace
 from spica.goals import GOALS, PARETO, Goal, PlannerTarget
+from spica.study.algorithms import ALGORITHMS, VIZIER_DESIGNERS
 
 log = logging.getLogger("spica.config")
 
@@ -582,8 +583,8 @@ class SweepConfig(_Frozen):
     candidates_per_round: PositiveInt | None = None
     random_seed: Int = 1
     max_eval_seconds: PositiveNumber | None = 600.0
-    algorithm: Literal["vizier", "grid"] = "vizier"
-    designer: Literal["fast", "default", "random", "quasi_random"] = "fast"
+    algorithm: Literal[tuple(ALGORITHMS)] = "vizier"  # type: ignore[valid-type]  # spica/study/algorithms.py
+    designer: Literal[VIZIER_DESIGNERS] = "fast"  # type: ignore[valid-type]
     timing: Literal["table", "ais"] = "table"
 
     @model_validator(mode="before")

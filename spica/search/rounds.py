@@ -26,6 +26,7 @@ from spica.search.progress import Progress
 from spica.search.unroll import candidate_key, unroll
 from spica.space import projection
 from spica.space.branches import Branch
+from spica.study.algorithms import ALGORITHMS
 from spica.study.base import Study
 
 ASK_CAP_PER_SLOT = 11
@@ -118,7 +119,7 @@ class RoundLoop:
         self.meter = meter
         sweep = plan.config.sweep
         self.per_round = sweep.per_round
-        self.max_rounds = None if sweep.algorithm == "grid" else sweep.max_rounds  # grid: every candidate once
+        self.max_rounds = None if ALGORITHMS[sweep.algorithm].exhaustive else sweep.max_rounds  # every candidate once
         self.tally = Tally()
         self.clock = OptimizerClock()
         self._seen_in_run: set[str] = set()

@@ -2,7 +2,7 @@
 
 validate and compile (the planner policies the goal can use are kept then) → load-predictor
 sub-sweep → enumerate branches →
-per-branch Vizier studies, each in its own barrier rounds on one shared pool (rounds.py) →
+per-branch studies (spica/study/algorithms.py), each in its own barrier rounds on one shared pool (rounds.py) →
 merge → results folder.
 """
 
@@ -30,8 +30,8 @@ from spica.search.rounds import BranchSearch, RoundLoop
 from spica.search.spread import measure_spread
 from spica.space import projection
 from spica.space.branches import Branch
+from spica.study.algorithms import ALGORITHMS, StudyRequest
 from spica.study.base import Objective, Study
-from spica.study.grid import GridStudy
 from spica.study.params import Param
 
 log = logging.getLogger("spica.search")
@@ -79,27 +79,16 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob]) -> tuple[Study, bo
     if has_backend:
         params.append(Param("backend", "categorical", choices=tuple(branch.backends)))
     params += knob_params(knobs) + workload_params(config)
-    objectives = _objectives(config)
-    grid = config.sweep.algorithm == "grid"
-    points = _grid_points(branch, knobs, config, params) if grid or _grid_size(branch, knobs) <= GRID_LIMIT else None
-    if grid:
-        return GridStudy(points or [], objectives), has_backend, len(points or [])
-    # Imported here, not at the top: spawned evaluation workers re-import the caller's main
-    # module, and importing JAX and Vizier there would cost each worker seconds for nothing.
-    from spica.study.vizier_study import VizierStudy
-
-    study = VizierStudy(
-        f"spica-{branch.mode}",
-        params or [Param("pinned", "categorical", choices=("only",))],
-        objectives,
-        seed=config.sweep.seed,
-        storage_dir=None,
-        fingerprint=plan.short_id,
-        algorithm=config.sweep.designer,
-        candidates=points if params else None,
-        rounds=(config.sweep.per_round, config.sweep.max_rounds),
+    sweep = config.sweep
+    algorithm = ALGORITHMS[sweep.algorithm]
+    listed = algorithm.exhaustive or _grid_size(branch, knobs) <= GRID_LIMIT
+    points = _grid_points(branch, knobs, config, params) if listed else None
+    request = StudyRequest(
+        f"spica-{branch.mode}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
+        (sweep.per_round, sweep.max_rounds), sweep.designer,
     )
-    return study, has_backend, len(points) if points and params else None
+    size = len(points or []) if algorithm.exhaustive else len(points) if points and params else None
+    return algorithm.build(request), has_backend, size
 
 
 def _grid_size(branch: Branch, knobs: list[Knob]) -> int:
@@ -189,7 +178,7 @@ def _search(
             searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
         sweep = config.sweep
         budget = sweep.max_rounds * sweep.per_round
-        exhaustive = sweep.algorithm == "grid"
+        exhaustive = ALGORITHMS[sweep.algorithm].exhaustive
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
         meter = Progress(total=total, target=config.goal.objectives, enabled=progress)
         loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter)

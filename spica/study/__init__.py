@@ -1,4 +1,5 @@
-"""Spica's study layer: one search (ask / tell) per branch, backed by Vizier or a plain grid.
+"""Spica's study layer: one search (ask / tell) per branch: Vizier, Optuna's TPE or a plain grid
+(spica/study/algorithms.py names them).
 
 `VizierStudy` is loaded lazily: importing it pulls in JAX and Vizier (seconds), which
 callers that only build parameters or run a grid should not pay for.

@@ -51,6 +51,30 @@ class Study(Protocol):
         ...
 
 
+class RecordedTrials:
+    """What every study answers from its own records, kept by trial id in `_trials` beside its
+    `_objectives`: the objectives, best(), trials(), and the checks of a tell()."""
+
+    _objectives: tuple[Objective, ...]
+    _trials: dict[int, Trial]
+
+    @property
+    def objectives(self) -> tuple[Objective, ...]:
+        return self._objectives
+
+    def best(self) -> list[Trial]:
+        return best_trials(self.trials(), self._objectives)
+
+    def trials(self) -> list[Trial]:
+        return [self._trials[i] for i in sorted(self._trials)]
+
+    def _outcome(self, trial_id: int, metrics: Mapping[str, float] | None, infeasible_reason: str | None) -> Trial:
+        """Asked trial `trial_id` with this tell's outcome, validated; the caller records it."""
+        if trial_id not in self._trials:
+            raise KeyError(f"tell: unknown trial id {trial_id}; asked ids are 1..{max(self._trials, default=0)}")
+        return told_outcome(self._trials[trial_id], self._objectives, metrics, infeasible_reason)
+
+
 def check_ask_count(n: int) -> None:
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"ask: n must be a positive integer, got {n!r}")

@@ -15,9 +15,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from vizier import algorithms as vza
 from vizier import pyvizier as vz
-from vizier._src.algorithms.designers import quasi_random
-from vizier._src.algorithms.designers import random as random_designer
 from vizier.pyvizier.converters import jnp_converters
+
+from spica.study.vizier_internals import quasi_random, random_designer
 
 ParameterKey = tuple[Any, ...]
 Converter = jnp_converters.TrialToContinuousAndCategoricalConverter

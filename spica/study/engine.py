@@ -23,25 +23,16 @@ import jax  # noqa: E402
 from vizier import algorithms as vza  # noqa: E402
 from vizier import pythia  # noqa: E402
 from vizier import pyvizier as vz  # noqa: E402
-from vizier._src.algorithms.designers import gp_ucb_pe  # noqa: E402
-from vizier._src.service import pythia_service, resources, vizier_client, vizier_service  # noqa: E402
-from vizier._src.service import study_pb2, vizier_service_pb2  # noqa: E402
 from vizier.service import clients  # noqa: E402
 from vizier.service import pyvizier as svz  # noqa: E402
+from vizier.service.protos import study_pb2, vizier_service_pb2  # noqa: E402
 
 from spica.study.candidates import CandidateSet, SpaceFillingDesigner  # noqa: E402
-from spica.study.fast_designer import FastDesigner, FastSettings  # noqa: E402
+from spica.study.fast_designer import FastDesigner, FastSettings, warm_up  # noqa: E402
+from spica.study.vizier_internals import gp_ucb_pe, pythia_service, resources, vizier_client, vizier_service  # noqa: E402
 
 OWNER = "spica"
 DATABASE_FILE = "vizier.sqlite"
-
-# Spica's algorithm names -> the name stored in the Vizier study (Vizier's own for "default").
-ALGORITHMS = {
-    "fast": "SPICA_FAST",
-    "default": "DEFAULT",
-    "random": "SPICA_RANDOM",
-    "quasi_random": "SPICA_QUASI_RANDOM",
-}
 
 
 @dataclass(frozen=True)
@@ -55,13 +46,40 @@ class DesignerSpec:
 
     def designer(self, problem: vz.ProblemStatement, salt: int) -> vza.Designer:
         """A designer for the call made when the study holds `salt` trials."""
-        if self.algorithm == "fast":
-            return FastDesigner(problem, self.candidates, seed=self.seed, salt=salt, settings=self.settings)
-        if self.algorithm == "default":
-            rng = jax.random.fold_in(jax.random.PRNGKey(self.seed), salt)
-            return gp_ucb_pe.VizierGPUCBPEBandit(problem, rng=rng)
-        quasi = self.algorithm == "quasi_random"
-        return SpaceFillingDesigner(problem, self.candidates, quasi=quasi, seed=self.seed, salt=salt)
+        return DESIGNERS[self.algorithm].make(self, problem, salt)
+
+
+@dataclass(frozen=True)
+class DesignerChoice:
+    """One choice of `sweep.designer` (names: spica/study/algorithms.py)."""
+
+    stored_as: str  # the algorithm name kept in the Vizier study (Vizier's own for "default")
+    pool_aware: bool  # picks only from the finite candidates, each once
+    make: Callable[[DesignerSpec, vz.ProblemStatement, int], vza.Designer]
+    warm_up: Callable[..., threading.Thread | None] | None = None  # traces its JAX functions ahead (fast_designer.warm_up)
+
+
+def _fast(spec: DesignerSpec, problem: vz.ProblemStatement, salt: int) -> vza.Designer:
+    return FastDesigner(problem, spec.candidates, seed=spec.seed, salt=salt, settings=spec.settings)
+
+
+def _gp_ucb_pe(spec: DesignerSpec, problem: vz.ProblemStatement, salt: int) -> vza.Designer:
+    return gp_ucb_pe.VizierGPUCBPEBandit(problem, rng=jax.random.fold_in(jax.random.PRNGKey(spec.seed), salt))
+
+
+def _space_filling(quasi: bool) -> Callable[[DesignerSpec, vz.ProblemStatement, int], vza.Designer]:
+    def make(spec: DesignerSpec, problem: vz.ProblemStatement, salt: int) -> vza.Designer:
+        return SpaceFillingDesigner(problem, spec.candidates, quasi=quasi, seed=spec.seed, salt=salt)
+
+    return make
+
+
+DESIGNERS = {
+    "fast": DesignerChoice("SPICA_FAST", True, _fast, warm_up),
+    "default": DesignerChoice("DEFAULT", False, _gp_ucb_pe),
+    "random": DesignerChoice("SPICA_RANDOM", True, _space_filling(quasi=False)),
+    "quasi_random": DesignerChoice("SPICA_QUASI_RANDOM", True, _space_filling(quasi=True)),
+}
 
 
 class SeededDesignerPolicy(pythia.Policy):

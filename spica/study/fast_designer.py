@@ -36,10 +36,6 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from vizier import algorithms as vza  # noqa: E402
 from vizier import pyvizier as vz  # noqa: E402
-from vizier._src.algorithms.designers import gp_ucb_pe  # noqa: E402
-from vizier._src.algorithms.designers.gp import output_warpers  # noqa: E402
-from vizier._src.jax import stochastic_process_model as sp  # noqa: E402
-from vizier._src.jax import types  # noqa: E402
 
 from spica.study.candidates import (  # noqa: E402
     CandidateSet,
@@ -51,6 +47,8 @@ from spica.study.candidates import (  # noqa: E402
 )
 from spica.study import exported  # noqa: E402
 from spica.study.gp_fit import fit_gp, pad_rows  # noqa: E402
+from spica.study.vizier_internals import gp_ucb_pe, output_warpers, types  # noqa: E402
+from spica.study.vizier_internals import stochastic_process_model as sp  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 
 Same model, priors, fixed start and random restarts as Vizier's GP-UCB-PE; what changes
 is the mechanics: restarts run as independent SciPy L-BFGS-B fits in log coordinates, stepping
-in lockstep over one jitted, vmapped loss-and-gradient (one thread, no per-run overhead), and host-side work stays in NumPy (every eager JAX
-op costs a trace and a compile per process).
+in lockstep over one jitted, vmapped loss-and-gradient (one thread, no per-run overhead), and
+host-side work stays in NumPy (every eager JAX op costs a trace and a compile per process).
 """
 
 from __future__ import annotations
@@ -18,13 +18,18 @@ configure_jax()  # before Vizier/JAX create any array: its GP code needs float64
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+import scipy.optimize  # noqa: E402
 import threadpoolctl  # noqa: E402
-from scipy.optimize import _lbfgsb  # noqa: E402  (the L-BFGS-B routine minimize drives)
-from vizier._src.jax import stochastic_process_model as sp  # noqa: E402
-from vizier._src.jax import types  # noqa: E402
-from vizier._src.jax.models import tuned_gp_models  # noqa: E402
+from vizier.jax import models  # noqa: E402
 
 from spica.study import exported  # noqa: E402
+from spica.study.vizier_internals import stochastic_process_model as sp  # noqa: E402
+from spica.study.vizier_internals import types  # noqa: E402
+
+try:
+    import greenlet
+except ImportError:  # a platform without its wheel: the restarts run one after another
+    greenlet = None
 
 
 def pad_rows(array: np.ndarray, rows: int, fill: float) -> types.PaddedArray:
@@ -58,8 +63,8 @@ def fit_gp(
     Host-side work stays in NumPy: every eager JAX op costs a trace and a compile per
     process, which dominated the first suggestion.
     """
-    coroutine = tuned_gp_models.VizierGaussianProcess.build_model(data).coroutine
-    per_metric = tuned_gp_models.VizierGaussianProcess(
+    coroutine = models.VizierGaussianProcess.build_model(data).coroutine
+    per_metric = models.VizierGaussianProcess(
         _dim=types.ContinuousAndCategorical(data.features.continuous.shape[-1], data.features.categorical.shape[-1]),
         _num_metrics=1,
     )
@@ -90,14 +95,14 @@ def fit_gp(
     return sp.StochasticProcessWithCoroutine(coroutine, _unflatten(best, layout))
 
 
-def _bounds(per_metric: sp.ModelCoroutine) -> tuple[dict[str, Any], dict[str, Any]]:
+def _bounds(per_metric: models.ModelCoroutine) -> tuple[dict[str, Any], dict[str, Any]]:
     """Vizier's (lower, upper) hyperparameter bounds (running the coroutine is slow: cached)."""
     lower, upper = exported.call(_constraint_bounds, (), (("per_metric", per_metric),))
     return {name: np.asarray(value) for name, value in lower.items()}, {name: np.asarray(value) for name, value in upper.items()}
 
 
-def _constraint_bounds(per_metric: sp.ModelCoroutine) -> tuple[dict[str, Any], dict[str, Any]]:
-    return sp.get_constraints(sp.StochasticProcessModel(per_metric)).bounds
+def _constraint_bounds(per_metric: models.ModelCoroutine) -> tuple[dict[str, Any], dict[str, Any]]:
+    return models.get_constraints(models.StochasticProcessModel(per_metric)).bounds
 
 
 def lockstep_lbfgsb(
@@ -107,88 +112,68 @@ def lockstep_lbfgsb(
     upper: np.ndarray,
     iterations: int,
 ) -> np.ndarray:
-    """One independent L-BFGS-B run per start, stepping in lockstep so that every round of
-    their evaluations is a single batched call.
+    """One independent `scipy.optimize.minimize` L-BFGS-B run per start (default options but
+    `maxiter`), stepping in lockstep so that every round of their evaluations is one batched call.
 
-    Each run is SciPy's own L-BFGS-B routine driven through its reverse-communication
-    interface with `scipy.optimize.minimize`'s defaults, so it takes exactly the steps
-    minimize would (tests/study/test_gp_fit.py checks this), at about the cost of the
-    longest run and without a thread per run. Finished runs keep their row at the last
-    point so the batch shape, and thus the jitted function, never changes.
+    Each run is a greenlet: its objective hands the point to this function and sleeps until the
+    batch holding it is evaluated, so a run takes exactly the steps it would alone
+    (tests/study/test_gp_fit.py checks this) and the whole fit costs about its longest run.
+    Finished runs keep their row at their last point, so the batch shape, and thus the jitted
+    function, never changes. Without greenlet the runs go one after another, one row at a time.
     """
-    runs = [_LbfgsbRun(start, lower, upper, iterations) for start in starts]
-    points = np.array([run.x for run in runs])
+    starts = np.array(starts, dtype=np.float64)
+    bounds = list(zip(lower, upper))
     with threadpoolctl.threadpool_limits(1, user_api="blas"):  # threaded BLAS on tiny vectors: 5x slower
-        while True:
-            for run in runs:
-                run.advance()
-            if all(run.finished for run in runs):
-                return np.array([run.x for run in runs])
-            for index, run in enumerate(runs):
-                points[index] = run.x
+        if greenlet is None:
+            return np.array([_minimize(start, bounds, iterations, _first_row(losses_and_grads)) for start in starts])
+        return _interleaved(losses_and_grads, starts, bounds, iterations)
+
+
+def _minimize(
+    start: np.ndarray, bounds: list, iterations: int, loss_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]]
+) -> np.ndarray:
+    options = {"maxiter": iterations}
+    return scipy.optimize.minimize(loss_and_grad, start, jac=True, method="L-BFGS-B", bounds=bounds, options=options).x
+
+
+def _first_row(
+    losses_and_grads: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    def loss_and_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
+        losses, grads = losses_and_grads(x[None])
+        return float(losses[0]), np.asarray(grads[0], dtype=np.float64)
+
+    return loss_and_grad
+
+
+def _interleaved(
+    losses_and_grads: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    starts: np.ndarray,
+    bounds: list,
+    iterations: int,
+) -> np.ndarray:
+    """Runs every start's minimize in its own greenlet; each switch back here is either a
+    point to evaluate (the run is alive) or the run's solution (it is dead)."""
+    hub = greenlet.getcurrent()
+
+    def run(start: np.ndarray) -> np.ndarray:
+        return _minimize(start, bounds, iterations, lambda x: hub.switch(np.array(x, dtype=np.float64)))
+
+    runs = [greenlet.greenlet(run) for _ in starts]
+    points = starts.copy()
+    try:
+        answers = [g.switch(start) for g, start in zip(runs, starts)]
+        while not all(g.dead for g in runs):
+            points[:] = answers
             losses, grads = losses_and_grads(points)
-            for index, run in enumerate(runs):
-                if not run.finished:
-                    run.receive(float(losses[index]), grads[index])
-
-
-class _LbfgsbRun:
-    """One L-BFGS-B minimisation, advanced until it needs the next loss and gradient.
-
-    Mirrors scipy.optimize._lbfgsb_py._minimize_lbfgsb (SciPy 1.17.1, pinned) with its
-    default options; only the evaluation of f and g is handed back to the caller.
-    """
-
-    _CORRECTIONS = 10  # maxcor
-    _FACTR = 2.2204460492503131e-09 / np.finfo(float).eps  # ftol / eps
-    _PGTOL = 1e-5  # gtol
-    _MAX_LINE_SEARCH = 20  # maxls
-    _MAX_EVALUATIONS = 15000  # maxfun
-    _FG, _NEW_X = 3, 1  # task codes: evaluate f and g at x; an iteration finished
-
-    def __init__(self, start: np.ndarray, lower: np.ndarray, upper: np.ndarray, iterations: int) -> None:
-        n = len(start)
-        m = self._CORRECTIONS
-        self.x = np.clip(np.array(start, dtype=np.float64), lower, upper)
-        self.finished = False
-        self._lower, self._upper = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
-        self._bound_kinds = np.full(n, 2, dtype=np.int32)  # both bounds, finite, on every variable
-        self._iterations, self._max_iterations, self._evaluations = 0, iterations, 0
-        self._f = np.array(0.0)
-        self._g = np.zeros(n)
-        self._wa = np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m)
-        self._iwa = np.zeros(3 * n, dtype=np.int32)
-        self._task = np.zeros(2, dtype=np.int32)
-        self._ln_task = np.zeros(2, dtype=np.int32)
-        self._lsave = np.zeros(4, dtype=np.int32)
-        self._isave = np.zeros(44, dtype=np.int32)
-        self._dsave = np.zeros(29)
-        self._needs_evaluation = False
-
-    def advance(self) -> None:
-        """Runs the routine until it asks for f and g at self.x, or stops."""
-        while not self.finished and not self._needs_evaluation:
-            _lbfgsb.setulb(
-                self._CORRECTIONS, self.x, self._lower, self._upper, self._bound_kinds, self._f, self._g,
-                self._FACTR, self._PGTOL, self._wa, self._iwa, self._task, self._lsave, self._isave,
-                self._dsave, self._MAX_LINE_SEARCH, self._ln_task,
-            )
-            if self._task[0] == self._FG:
-                self._needs_evaluation = True
-            elif self._task[0] == self._NEW_X:
-                self._iterations += 1
-                if self._iterations >= self._max_iterations:
-                    self._task[:] = (5, 504)  # STOP: iteration limit (what minimize writes)
-                elif self._evaluations > self._MAX_EVALUATIONS:
-                    self._task[:] = (5, 502)  # STOP: evaluation limit
-            else:
-                self.finished = True
-
-    def receive(self, loss: float, grad: np.ndarray) -> None:
-        self._f = np.array(loss, dtype=np.float64)
-        self._g = np.asarray(grad, dtype=np.float64).copy()
-        self._evaluations += 1
-        self._needs_evaluation = False
+            for index, g in enumerate(runs):
+                if not g.dead:
+                    answers[index] = g.switch((float(losses[index]), np.asarray(grads[index], dtype=np.float64)))
+        return np.array(answers)
+    finally:
+        for g in runs:  # after an error: end the suspended runs here, not whenever they are collected
+            if not g.dead:
+                g.throw()
 
 
 def _fixed_start(data: types.ModelData) -> dict[str, np.ndarray]:
@@ -218,7 +203,7 @@ def _unflatten(flat: Any, layout: tuple[tuple[str, tuple[int, ...]], ...]) -> di
 
 
 def _batched_loss_and_grad(
-    starts: jax.Array, metric_data: tuple[types.ModelData, ...], per_metric: sp.ModelCoroutine, layout: tuple
+    starts: jax.Array, metric_data: tuple[types.ModelData, ...], per_metric: models.ModelCoroutine, layout: tuple
 ) -> tuple[jax.Array, jax.Array]:
     """Per-start negative log marginal likelihood (+ Vizier's priors) and its gradient.
 

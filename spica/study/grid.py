@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from spica.study.base import Trial, best_trials, check_ask_count, told_outcome
+from spica.study.base import RecordedTrials, Trial, check_ask_count
 from spica.study.params import Objective, Suggestion, check_objectives
 
 
-class GridStudy:
+class GridStudy(RecordedTrials):
     """Hands out `candidates` in their given order (duplicates dropped), ids from 1."""
 
     def __init__(self, candidates: Sequence[Mapping[str, Any]], objectives: Sequence[Objective]) -> None:
@@ -20,10 +20,6 @@ class GridStudy:
         self._objectives = tuple(objectives)
         self._candidates = _unique(candidates)
         self._trials: dict[int, Trial] = {}
-
-    @property
-    def objectives(self) -> tuple[Objective, ...]:
-        return self._objectives
 
     def ask(self, n: int) -> list[Suggestion]:
         check_ask_count(n)
@@ -37,15 +33,7 @@ class GridStudy:
     def tell(
         self, trial_id: int, metrics: Mapping[str, float] | None, infeasible_reason: str | None = None
     ) -> None:
-        if trial_id not in self._trials:
-            raise KeyError(f"tell: unknown trial id {trial_id}; asked ids are 1..{len(self._trials)}")
-        self._trials[trial_id] = told_outcome(self._trials[trial_id], self._objectives, metrics, infeasible_reason)
-
-    def best(self) -> list[Trial]:
-        return best_trials(self.trials(), self._objectives)
-
-    def trials(self) -> list[Trial]:
-        return [self._trials[i] for i in sorted(self._trials)]
+        self._trials[trial_id] = self._outcome(trial_id, metrics, infeasible_reason)
 
     @property
     def remaining(self) -> int:

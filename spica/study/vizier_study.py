@@ -18,14 +18,12 @@ from vizier.service import clients
 from vizier.service import pyvizier as svz
 
 from spica.study import engine, fast_designer, vizier_space
-from spica.study.base import Trial, best_trials, check_ask_count, told_outcome
+from spica.study.base import RecordedTrials, Trial, check_ask_count
 from spica.study.candidates import CandidateSet
 from spica.study.params import Objective, Param, Suggestion, check_objectives, check_params, coerce_point, point_key
 
-_POOL_AWARE = ("fast", "random", "quasi_random")  # pick only from the candidates, each once
 
-
-class VizierStudy:
+class VizierStudy(RecordedTrials):
     """One Vizier study; `algorithm` is "fast" (Spica's designer), "default" (Vizier's
     GP-UCB-PE), "random" or "quasi_random".
 
@@ -57,8 +55,8 @@ class VizierStudy:
         for label, value in (("study_id", study_id), ("fingerprint", fingerprint)):
             if not value or "/" in value:
                 raise ValueError(f"{label}: {value!r} must be a non-empty string without '/'")
-        if algorithm not in engine.ALGORITHMS:
-            raise ValueError(f"algorithm: {algorithm!r} is not one of {list(engine.ALGORITHMS)}")
+        if algorithm not in engine.DESIGNERS:
+            raise ValueError(f"algorithm: {algorithm!r} is not one of {list(engine.DESIGNERS)}")
         self._params = tuple(params)
         self._objectives = tuple(objectives)
         self._algorithm = algorithm
@@ -75,22 +73,19 @@ class VizierStudy:
     def _open(self, seed: int, storage_dir: Path | None, rounds: tuple[int, int] | None) -> clients.Study:
         problem = vizier_space.problem_statement(self._params, self._objectives)
         config = svz.StudyConfig.from_problem(problem)
-        config.algorithm = engine.ALGORITHMS[self._algorithm]
+        config.algorithm = engine.DESIGNERS[self._algorithm].stored_as
         pool = None
-        if self._pool is not None and self._algorithm in _POOL_AWARE:
+        if self._pool is not None and engine.DESIGNERS[self._algorithm].pool_aware:
             pool = CandidateSet.build(problem, [vizier_space.to_vizier(self._params, p) for p in self._pool])
         spec = engine.DesignerSpec(self._algorithm, seed, pool, fast_designer.FastSettings())
         self._warming: threading.Thread | None = None
         self._warm_up = None  # started by the first ask, so that it does not slow that ask down
-        if self._algorithm == "fast" and rounds is not None:
+        warm_up = engine.DESIGNERS[self._algorithm].warm_up
+        if warm_up is not None and rounds is not None:
             self._warm_up = functools.partial(
-                fast_designer.warm_up, problem, pool, batch=rounds[0], rounds=rounds[1], seed=seed, settings=spec.settings
+                warm_up, problem, pool, batch=rounds[0], rounds=rounds[1], seed=seed, settings=spec.settings
             )
         return engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
-
-    @property
-    def objectives(self) -> tuple[Objective, ...]:
-        return self._objectives
 
     @property
     def vizier_study_id(self) -> str:
@@ -106,7 +101,7 @@ class VizierStudy:
                 self._warming = None
         resumed, self._undelivered = self._undelivered[:n], self._undelivered[n:]
         wanted = n - len(resumed)
-        if self._pool is not None and self._algorithm in _POOL_AWARE:
+        if self._pool is not None and engine.DESIGNERS[self._algorithm].pool_aware:
             wanted = min(wanted, self._unused_candidates())
         fresh = []
         if wanted > 0:
@@ -123,9 +118,7 @@ class VizierStudy:
     def tell(
         self, trial_id: int, metrics: Mapping[str, float] | None, infeasible_reason: str | None = None
     ) -> None:
-        if trial_id not in self._trials:
-            raise KeyError(f"tell: unknown trial id {trial_id}; this study has ids {sorted(self._trials)}")
-        told = told_outcome(self._trials[trial_id], self._objectives, metrics, infeasible_reason)
+        told = self._outcome(trial_id, metrics, infeasible_reason)
         trial = self._study.get_trial(trial_id)
         if told.status == "completed":
             trial.complete(vz.Measurement(metrics=dict(told.metrics)))
@@ -134,12 +127,6 @@ class VizierStudy:
         self._trials[trial_id] = told
         if trial_id in self._undelivered:
             self._undelivered.remove(trial_id)
-
-    def best(self) -> list[Trial]:
-        return best_trials(self.trials(), self._objectives)
-
-    def trials(self) -> list[Trial]:
-        return [self._trials[i] for i in sorted(self._trials)]
 
     def _unused_candidates(self) -> int:
         """How many candidates no trial has used yet (pool-aware designers pick only these)."""

@@ -19,12 +19,12 @@ import functools, json
 import numpy as np
 from spica.study import exported, gp_fit
 import jax
-from vizier._src.jax import types
-from vizier._src.jax.models import tuned_gp_models
+from vizier.jax import models
+from spica.study.vizier_internals import types
 rng = np.random.default_rng(0)
 x, c, y = rng.random((6, 3)), rng.integers(0, 2, (6, 2)).astype(types.INT_DTYPE), rng.random((6, 1))
 data = types.ModelData(types.ModelInput(gp_fit.pad_rows(x, 16, 0.0), gp_fit.pad_rows(c, 16, 0)), gp_fit.pad_rows(y, 16, 0.0))
-per_metric = tuned_gp_models.VizierGaussianProcess(_dim=types.ContinuousAndCategorical(3, 2), _num_metrics=1)
+per_metric = models.VizierGaussianProcess(_dim=types.ContinuousAndCategorical(3, 2), _num_metrics=1)
 layout = tuple((name, np.shape(v)) for name, v in sorted(gp_fit._fixed_start(data).items()))
 points = np.full((3, 7), 0.5)
 static = (("per_metric", per_metric), ("layout", layout))

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
+from spica.study import gp_fit
 from spica.study.gp_fit import lockstep_lbfgsb
 
 
@@ -20,6 +21,8 @@ def test_lockstep_runs_match_independent_scipy_runs_exactly():
         return np.array([v for v, _ in values]), np.stack([g for _, g in values])
 
     starts = rng.uniform(-1, 1, size=(4, 3))
+    widths = []
+    batched = _recording(batched, widths)
     together = lockstep_lbfgsb(batched, starts, lower, upper, iterations=100)
     for k in range(4):
         alone = scipy.optimize.minimize(
@@ -27,6 +30,33 @@ def test_lockstep_runs_match_independent_scipy_runs_exactly():
             bounds=list(zip(lower, upper)), options={"maxiter": 100},
         )
         np.testing.assert_array_equal(together[k], alone.x)
+    assert set(widths) == {4}  # finished runs keep their row: one batch shape throughout
+
+
+def test_without_greenlet_the_runs_go_one_after_another_to_the_same_optima(monkeypatch):
+    def one(x):
+        return float(np.sum((x - 0.3) ** 2 + np.sin(3 * x))), 2 * (x - 0.3) + 3 * np.cos(3 * x)
+
+    def batched(points):
+        values = [one(x) for x in points]
+        return np.array([v for v, _ in values]), np.stack([g for _, g in values])
+
+    starts = np.random.default_rng(1).uniform(-1, 1, size=(3, 2))
+    lower, upper = np.full(2, -1.5), np.full(2, 1.5)
+    together = lockstep_lbfgsb(batched, starts, lower, upper, iterations=50)
+    monkeypatch.setattr(gp_fit, "greenlet", None)
+    widths = []
+    apart = lockstep_lbfgsb(_recording(batched, widths), starts, lower, upper, iterations=50)
+    np.testing.assert_array_equal(apart, together)
+    assert set(widths) == {1}
+
+
+def _recording(batched, widths):
+    def recorded(points):
+        widths.append(len(points))
+        return batched(points)
+
+    return recorded
 
 
 def test_a_failing_batch_raises_instead_of_hanging_the_runs():
@@ -36,3 +66,4 @@ def test_a_failing_batch_raises_instead_of_hanging_the_runs():
     starts = np.zeros((3, 2))
     with pytest.raises(FloatingPointError, match="loss blew up"):
         lockstep_lbfgsb(broken, starts, np.full(2, -1.0), np.full(2, 1.0), iterations=10)
+
