@@ -51,6 +51,7 @@ def submit_plan(
     cpus_per_task: int = 2,
     mem_gb: float | None = None,
     max_num_timeout: int = 3,
+    signal_delay_s: int | None = None,
     mounts: tuple[str | os.PathLike[str], ...] = (),
     folder: str | os.PathLike[str] | None = None,
 ) -> submitit.Job[str]:
@@ -75,7 +76,7 @@ def submit_plan(
     executor = make_executor(
         job_folder, cluster=cluster, timeout_min=timeout_min, slurm_partition=slurm_partition,
         container=container, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
-        job_name=f"spica-{plan.stem}", max_num_timeout=max_num_timeout,
+        job_name=f"spica-{plan.stem}", max_num_timeout=max_num_timeout, signal_delay_s=signal_delay_s,
     )
     return executor.submit(PlanRun(), str(plan), str(out))
 
