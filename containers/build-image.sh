@@ -34,7 +34,7 @@ pyver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
 hash_of() { sha256sum | cut -c1-12; }
 locks=("$repo/requirements-nodeps.txt" "$repo/requirements.lock")
-sources() { (cd "$repo" && find spica runner conf pyproject.toml -type f ! -path '*__pycache__*' ! -name '*.pyc' | LC_ALL=C sort); }
+sources() { (cd "$repo" && find spica runner hydra_plugins conf pyproject.toml -type f ! -path '*__pycache__*' ! -name '*.pyc' | LC_ALL=C sort); }
 
 # Debian packages that hold the shared libraries of the interpreter and its C modules
 # (tkinter excluded: no display in a job).
