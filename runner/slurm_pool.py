@@ -104,6 +104,10 @@ class SlurmPool:
         threading.Thread(target=_watch, args=(jobs, futures), daemon=True).start()
         return futures
 
+    def job_ids(self) -> list[str]:
+        """The SLURM ids of the tasks submitted since the last close (e.g. for sacct)."""
+        return [job.job_id for job in self._running]
+
     def close(self) -> None:
         """Cancel tasks still queued or running."""
         for job in self._running:
