@@ -8,6 +8,11 @@
 #   into the build (`podman build -v WHEELS:/wheels:ro`) and installed with --no-index: the
 #   build needs no network. The dependency layer depends only on the lock files, so a source
 #   change rebuilds only the last, small layer.
+# - `planner`: the `spica` stage with the AI Configurator of Dynamo's dynamo-planner container,
+#   which predates the memory model (`aiconfigurator.sdk.memory`): Spica skips the KV filter
+#   there and refuses kv_load_ratio. 0.9.0 is a placeholder on PyPI that fetches from an index
+#   this machine cannot reach; 0.8.0 is the nearest real release without the module.
+#   build-image.sh --planner fetches its wheel into the wheel cache before the (offline) build.
 # - `interpreter`: the interpreter only, for a shared-file-system site: the repo and its venv
 #   are bind-mounted at their host paths (runner/container.py, mode "shared-fs"), as with a
 #   venv on the cluster's shared file system and an image from the site's registry.
@@ -18,7 +23,7 @@
 # from, so the build context holds a copy of that interpreter's install (sys.base_prefix,
 # without its own site-packages and test suite) and it lands at the same path.
 #
-# Build: bash containers/build-image.sh [--shared-fs] [--export FILE]   (prints the image name)
+# Build: bash containers/build-image.sh [--shared-fs | --planner] [--export FILE]   (prints the image name)
 ARG BASE_IMAGE
 FROM ${BASE_IMAGE} AS interpreter
 ARG PYTHON_PREFIX
@@ -49,3 +54,12 @@ USER spica
 WORKDIR /home/spica
 ENTRYPOINT ["spica"]
 CMD []
+
+FROM spica AS planner
+ARG PLANNER_AIC_VERSION=0.8.0
+USER root
+RUN /opt/spica/bin/python -m pip uninstall --disable-pip-version-check --quiet -y aiconfigurator aiconfigurator-core && \
+    /opt/spica/bin/python -m pip install --disable-pip-version-check --no-cache-dir --quiet --no-deps --no-compile \
+      --no-index --find-links /wheels aiconfigurator==${PLANNER_AIC_VERSION} && \
+    /opt/spica/bin/python -c "import importlib.util as u; assert u.find_spec('aiconfigurator.sdk.memory') is None"
+USER spica

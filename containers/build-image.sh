@@ -3,6 +3,8 @@
 #   bash containers/build-image.sh [--shared-fs] [--export FILE] [PYTHON]
 #   default      localhost/spica:<hash>              self-contained (Spica + locked deps inside)
 #   --shared-fs  localhost/spica-interpreter:<hash>  the interpreter only (repo and venv mounted)
+#   --planner    localhost/spica-planner:<hash>      self-contained, with the AI Configurator of
+#                Dynamo's dynamo-planner container (no memory model); fetches its wheel first
 #   --export F   also write the image to F as a docker-archive tar, which `podman load` /
 #                `docker load` read; an enroot/pyxis site then runs `enroot import podman://IMAGE`
 #                (or dockerd://) to get the .sqsh that `srun --container-image=` takes.
@@ -22,8 +24,9 @@ export_to=
 while (($#)); do
   case $1 in
     --shared-fs) target=interpreter; shift ;;
+    --planner) target=planner; shift ;;
     --export) export_to=$(realpath -m "$2"); shift 2 ;;
-    -*) echo "build-image.sh: unknown option $1 (allowed: --shared-fs, --export FILE)" >&2; exit 2 ;;
+    -*) echo "build-image.sh: unknown option $1 (allowed: --shared-fs, --planner, --export FILE)" >&2; exit 2 ;;
     *) break ;;
   esac
 done
@@ -51,13 +54,14 @@ interpreter_packages() {
 packages="ca-certificates,libstdc++6,libgcc-s1,passwd,$(interpreter_packages)"
 base=localhost/spica-base:$codename-$(echo "$packages" | hash_of)
 recipe=$( (cat "$repo/Dockerfile"; echo "$base $prefix"; "$python" -VV) | hash_of)
-if [[ $target == interpreter ]]; then
-  name=localhost/spica-interpreter
-  image=$name:$recipe
-else
-  name=localhost/spica
-  image=$name:$( (echo "$recipe"; cat "${locks[@]}"; cd "$repo" && sources | xargs cat) | hash_of)
-fi
+planner_aic=0.8.0
+case $target in
+  interpreter) name=localhost/spica-interpreter; image=$name:$recipe ;;
+  spica) name=localhost/spica ;;
+  planner) name=localhost/spica-planner ;;
+esac
+[[ $target == interpreter ]] ||
+  image=$name:$( (echo "$recipe $target $planner_aic"; cat "${locks[@]}"; cd "$repo" && sources | xargs cat) | hash_of)
 
 save() {
   [[ -n $export_to ]] || return 0
@@ -92,13 +96,17 @@ tar -C "$prefix" --exclude="./lib/python$pyver/site-packages/*" --exclude="./lib
   --exclude='__pycache__' -c . | tar -C "$work/context/python" -x
 cp "${locks[@]}" "$work/context/locks/"
 sources | tar -C "$repo" -T - -c | tar -C "$work/context/src" -x
-if [[ $target == spica ]] && ! ls "$wheelhouse"/*.whl >/dev/null 2>&1; then
+if [[ $target != interpreter ]] && ! ls "$wheelhouse"/*.whl >/dev/null 2>&1; then
   echo "build-image.sh: no wheels in $wheelhouse; run bin/setup first (it fills the wheel cache)" >&2
   exit 1
 fi
+if [[ $target == planner ]] && ! ls "$wheelhouse"/aiconfigurator-$planner_aic-*.whl >/dev/null 2>&1; then
+  echo "build-image.sh: fetching aiconfigurator $planner_aic into $wheelhouse" >&2
+  "$python" -m pip download --disable-pip-version-check --quiet --no-deps -d "$wheelhouse" "aiconfigurator==$planner_aic" >&2
+fi
 started=$SECONDS
 podman build --quiet --network=none --target "$target" -v "$wheelhouse:/wheels:ro" -f "$repo/Dockerfile" \
-  --build-arg BASE_IMAGE="$base" --build-arg PYTHON_PREFIX="$prefix" \
+  --build-arg BASE_IMAGE="$base" --build-arg PYTHON_PREFIX="$prefix" --build-arg PLANNER_AIC_VERSION="$planner_aic" \
   -t "$image" -t "$name:latest" "$work/context" >/dev/null
 echo "build-image.sh: built $image in $((SECONDS - started)) s ($(podman image inspect --format '{{.Size}}' "$image" | awk '{printf "%.2f GB", $1 / 1e9}'))" >&2
 save
