@@ -1,5 +1,5 @@
 """Where did a job really run, and with what? A tiny job that reports its interpreter, host,
-SLURM job, container, user, capabilities and network interfaces, to check a cluster or
+SLURM job, container, user, capabilities, network interfaces and host mounts, to check a cluster or
 container setup before launching real work:
 
     python -m runner.probe --cluster slurm [--partition debug] [--container-image IMAGE]
@@ -37,7 +37,19 @@ def describe_environment() -> dict[str, str]:
         "uid": str(os.getuid()),
         "capabilities": _status_field("CapEff"),  # effective capability mask, hex
         "network": " ".join(sorted(line.split(":")[0].strip() for line in _lines("/proc/net/dev")[2:])),
+        "host_mounts": " ".join(_same_path_mounts()),
     }
+
+
+def _same_path_mounts() -> list[str]:
+    """Host paths bind-mounted at their own path (how runner/container.py mounts), as path:ro|rw."""
+    found = []
+    for line in _lines("/proc/self/mountinfo"):
+        fields = line.split()
+        root, point, options = fields[3], fields[4], fields[5].split(",")
+        if root == point != "/":
+            found.append(f"{point}:{'ro' if 'ro' in options else 'rw'}")
+    return sorted(found)
 
 
 def _lines(path: str) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.container import IMAGE_PYTHON, Container, ContainerMode, job_mounts
+from runner.container import CACHE_PARTS, IMAGE_PYTHON, Container, ContainerMode, cache_dir, job_mounts
 from runner.executors import make_executor
 from runner.probe import describe_environment
 
@@ -36,6 +36,8 @@ def test_a_job_in_the_self_contained_image_runs_its_own_spica_unprivileged_and_o
     assert report["uid"] == "10001"  # the image's user, not root
     assert report["capabilities"] == "0000000000000000"
     assert report["network"] == "lo"
+    caches = [f"{cache_dir() / part}:rw" for part in CACHE_PARTS]
+    assert report["host_mounts"].split() == sorted([f"{tmp_path}:rw", *caches])  # nothing else of the host
 
 
 def test_a_job_in_shared_fs_mode_runs_the_mounted_venv_and_repo(interpreter_image, tmp_path):
@@ -46,6 +48,7 @@ def test_a_job_in_shared_fs_mode_runs_the_mounted_venv_and_repo(interpreter_imag
     assert report["python_version"] == describe_environment()["python_version"]
     assert report["spica_code"] == str(REPO)
     assert (report["uid"], report["network"]) == ("10001", "lo")
+    assert {f"{REPO}:ro", f"{Path(sys.prefix).resolve()}:ro", f"{tmp_path}:rw"} <= set(report["host_mounts"].split())
 
 
 def test_slurm_job_in_the_container(slurm_partition, runtime_image, tmp_path):
