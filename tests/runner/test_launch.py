@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import spica.plan
-from runner.launch import PlanJobFailed, collect, submit_plan
+from runner.launch import PlanJobFailed, _trace_of, collect, submit_plan
 
 
 def test_missing_plan_is_one_line(tmp_path):
@@ -21,6 +21,18 @@ def test_a_failing_plan_job_names_the_job_the_error_and_its_log(tmp_path):
     job = submit_plan(not_a_plan, tmp_path / "out", cluster="local", timeout_min=5)
     with pytest.raises(PlanJobFailed, match=rf"^plan job {job.job_id} failed: .*not a Spica plan.*\(log: .*\.err\)$"):
         collect(job)
+
+
+def test_a_container_job_is_given_the_trace_its_plan_replays_and_nothing_for_a_missing_one(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("{}\n")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(f"config:\n  workload:\n    trace_path: {trace}\n")
+    assert _trace_of(plan) == (str(trace),)
+    plan.write_text(f"config:\n  workload:\n    trace_path: {tmp_path / 'gone.jsonl'}\n")
+    assert _trace_of(plan) == ()
+    plan.write_text("hello: world\n")
+    assert _trace_of(plan) == ()
 
 
 def _tiny_plan(tmp_path: Path) -> Path:
