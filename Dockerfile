@@ -1,9 +1,10 @@
-# Spica's images: Debian + the very CPython Spica's venv was made from, in two stages.
+# Spica's images: Debian + the very CPython Spica's venv was made from, in three stages
+# (build-image.sh picks one with --target; `spica` is its default).
 #
-# - `spica` (the default, final stage): self-contained. Spica and its locked dependencies are
+# - `spica`: self-contained. Spica and its locked dependencies are
 #   installed in /opt/spica, entrypoint `spica`, user `spica` (uid 10001). A job needs nothing
 #   mounted but its plan, its results folder and the cache:
-#     podman run --rm --network=none -v PLAN_DIR:/plans:ro -v OUT:/out IMAGE run-plan /plans/p.yaml -o /out
+#     podman run --rm --network=none -v PLAN_DIR:/plans:ro -v OUT:/out:U IMAGE run-plan /plans/p.yaml -o /out
 #   The wheels come from the wheel cache bin/setup fills (~/.cache/spica/wheels), bind-mounted
 #   into the build (`podman build -v WHEELS:/wheels:ro`) and installed with --no-index: the
 #   build needs no network. The dependency layer depends only on the lock files, so a source
