@@ -1,6 +1,8 @@
-"""A plan job on the real SLURM cluster, requeued twice mid-search: once by `scontrol requeue`
-(what preemption with PreemptMode=REQUEUE does), once by its time limit (submitit's signal
-before the limit, then its own requeue). It must finish with every evaluation in the journal
+"""A plan job on the real SLURM cluster, requeued twice mid-search: first by its time limit
+(submitit's signal before the limit, then its own requeue), then, a few evaluations into the
+resumed run, by `scontrol requeue` (what preemption with PreemptMode=REQUEUE does; the job
+runs on for SLURM's KillWait, 30 s, before it is killed). The search (84 candidates of
+0.4-1 s) outlasts the first. It must finish with every evaluation in the journal
 exactly once (a replay killed with its job is measured again) and the same ledger as an
 uninterrupted run of the same plan.
 
@@ -81,17 +83,23 @@ def test_a_plan_job_requeued_by_scontrol_and_by_its_time_limit_does_each_evaluat
     out = tmp_path / "out"
     job = submit_plan(plan, out, cluster="slurm", slurm_partition=slurm_partition, timeout_min=2,
                       signal_delay_s=120 - SIGNAL_AFTER_S, max_num_timeout=10, cpus_per_task=1)
-    deadline, requeued, held_since = time.monotonic() + 600, False, None
+    deadline, requeued, held_since, resumed_at = time.monotonic() + 600, False, None, None
     try:
         while not job.done():
             assert time.monotonic() < deadline, "the plan job did not finish in 10 minutes"
-            if not requeued and len(_journal(out)) >= 3:  # preempted a few evaluations in
+            running_again = _job_field(job.job_id, "JobState") == "RUNNING" and int(_job_field(job.job_id, "Restarts")) >= 1
+            if resumed_at is None and running_again:  # requeued by its time limit, running again
+                resumed_at = len(_journal(out))
+            if not requeued and resumed_at is not None and len(_journal(out)) >= resumed_at + 3:  # preempted
                 _scontrol("requeue", job.job_id)
                 requeued = True
             held_since = (held_since or time.monotonic()) if _held(job.job_id) else None
             if held_since and time.monotonic() - held_since > RELEASE_AFTER_S:
                 _scontrol("update", f"JobId={job.job_id}", "StartTime=now")
             time.sleep(0.5)
+    except BaseException:
+        reference.kill()
+        raise
     finally:
         job.cancel(check=False)  # nothing left in the queue, whatever happened
     results = collect(job)
