@@ -1,31 +1,43 @@
 #!/usr/bin/env bash
-# Builds Spica's runtime image with podman (see the Dockerfile header) and prints its name.
-#   bash containers/build-image.sh [PYTHON]   (PYTHON: the venv's python; default <repo>/.venv/bin/python)
-# Two cached steps, both skipped when their image already exists in podman's store:
-#   1. base  localhost/spica-base:<codename>-<hash>  debootstrap --variant=minbase of this host's
-#      Debian release + the Debian packages holding the libraries the interpreter links to (~3 min)
-#   2. image localhost/spica-runtime:<hash>  the Dockerfile on top, with a copy of the
-#      interpreter (~20 s). Also tagged localhost/spica-runtime:latest.
-# Needs root, podman and debootstrap (containers/podman.sh installs them). Progress on stderr.
+# Builds one of Spica's images with podman (see the Dockerfile header) and prints its name.
+#   bash containers/build-image.sh [--shared-fs] [--export FILE] [PYTHON]
+#   default      localhost/spica:<hash>              self-contained (Spica + locked deps inside)
+#   --shared-fs  localhost/spica-interpreter:<hash>  the interpreter only (repo and venv mounted)
+#   --planner    localhost/spica-planner:<hash>      self-contained, with the AI Configurator of
+#                Dynamo's dynamo-planner container (no memory model); fetches its wheel first
+#   --export F   also write the image to F as a docker-archive tar, which `podman load` /
+#                `docker load` read; an enroot/pyxis site then runs `enroot import podman://IMAGE`
+#                (or dockerd://) to get the .sqsh that `srun --container-image=` takes.
+#   PYTHON       the venv python whose interpreter the image carries (default <repo>/.venv/bin/python)
+# Cached: the base (debootstrap of this host's Debian release + the packages holding the
+# interpreter's libraries, ~3 min) and each image are skipped when already in podman's store;
+# the self-contained image's dependency layer is reused while the lock files are unchanged.
+# The wheels come from ${SPICA_WHEELHOUSE:-~/.cache/spica/wheels} (bin/setup fills it); the
+# build itself uses no network. Also tags <name>:latest. Needs root, podman and debootstrap
+# (containers/podman.sh installs them). Progress on stderr.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
+target=spica
+export_to=
+while (($#)); do
+  case $1 in
+    --shared-fs) target=interpreter; shift ;;
+    --planner) target=planner; shift ;;
+    --export) export_to=$(realpath -m "$2"); shift 2 ;;
+    -*) echo "build-image.sh: unknown option $1 (allowed: --shared-fs, --planner, --export FILE)" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
 python=${1:-$repo/.venv/bin/python}
+wheelhouse=${SPICA_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/spica/wheels}
 prefix=$("$python" -c 'import sys; print(sys.base_prefix)')
 pyver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
 hash_of() { sha256sum | cut -c1-12; }
-
-base=localhost/spica-base:$codename-$( (cat "$0"; echo "$prefix") | hash_of)
-image=localhost/spica-runtime:$( (cat "$0" "$repo/Dockerfile"; echo "$base $prefix"; "$python" -VV) | hash_of)
-if podman image exists "$image"; then
-  echo "$image"
-  exit 0
-fi
-
-work=$(mktemp -d /var/tmp/spica-image.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+locks=("$repo/requirements-nodeps.txt" "$repo/requirements.lock")
+sources() { (cd "$repo" && find spica runner hydra_plugins conf pyproject.toml -type f ! -path '*__pycache__*' ! -name '*.pyc' | LC_ALL=C sort); }
 
 # Debian packages that hold the shared libraries of the interpreter and its C modules
 # (tkinter excluded: no display in a job).
@@ -39,11 +51,38 @@ interpreter_packages() {
     done | sort -u | paste -sd, -
 }
 
+packages="ca-certificates,libstdc++6,libgcc-s1,passwd,$(interpreter_packages)"
+base=localhost/spica-base:$codename-$(echo "$packages" | hash_of)
+recipe=$( (cat "$repo/Dockerfile"; echo "$base $prefix"; "$python" -VV) | hash_of)
+planner_aic=0.8.0
+case $target in
+  interpreter) name=localhost/spica-interpreter; image=$name:$recipe ;;
+  spica) name=localhost/spica ;;
+  planner) name=localhost/spica-planner ;;
+esac
+[[ $target == interpreter ]] ||
+  image=$name:$( (echo "$recipe $target $planner_aic"; cat "${locks[@]}"; cd "$repo" && sources | xargs cat) | hash_of)
+
+save() {
+  [[ -n $export_to ]] || return 0
+  echo "build-image.sh: exporting $image to $export_to" >&2
+  mkdir -p "$(dirname "$export_to")"
+  rm -f "$export_to"
+  podman save --quiet --format docker-archive -o "$export_to" "$image"
+}
+if podman image exists "$image"; then
+  save
+  echo "$image"
+  exit 0
+fi
+
+work=$(mktemp -d /var/tmp/spica-image.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
 if ! podman image exists "$base"; then
   mirror=$(apt-get indextargets --format '$(CODENAME) $(REPO_URI)' 2>/dev/null |
     awk -v c="$codename" '$1 == c {print $2; exit}' || true)
   [[ -n $mirror ]] || { echo "build-image.sh: no Debian mirror found in apt's sources" >&2; exit 1; }
-  packages="ca-certificates,libstdc++6,libgcc-s1,$(interpreter_packages)"
   echo "build-image.sh: debootstrap $codename ($packages)" >&2
   debootstrap --variant=minbase --include="$packages" "$codename" "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
     { tail -n 20 "$work/debootstrap.log" >&2; exit 1; }
@@ -51,10 +90,24 @@ if ! podman image exists "$base"; then
   tar -C "$work/rootfs" -c . | podman import --quiet - "$base" >/dev/null
 fi
 
-echo "build-image.sh: building $image from $base with the interpreter at $prefix" >&2
-mkdir -p "$work/context/python"
+echo "build-image.sh: building $image ($target stage) from $base with the interpreter at $prefix" >&2
+mkdir -p "$work/context/python" "$work/context/locks" "$work/context/src"
 tar -C "$prefix" --exclude="./lib/python$pyver/site-packages/*" --exclude="./lib/python$pyver/test" \
   --exclude='__pycache__' -c . | tar -C "$work/context/python" -x
-podman build --quiet --network=host -f "$repo/Dockerfile" --build-arg BASE_IMAGE="$base" \
-  --build-arg PYTHON_PREFIX="$prefix" -t "$image" -t localhost/spica-runtime:latest "$work/context" >/dev/null
+cp "${locks[@]}" "$work/context/locks/"
+sources | tar -C "$repo" -T - -c | tar -C "$work/context/src" -x
+if [[ $target != interpreter ]] && ! ls "$wheelhouse"/*.whl >/dev/null 2>&1; then
+  echo "build-image.sh: no wheels in $wheelhouse; run bin/setup first (it fills the wheel cache)" >&2
+  exit 1
+fi
+if [[ $target == planner ]] && ! ls "$wheelhouse"/aiconfigurator-$planner_aic-*.whl >/dev/null 2>&1; then
+  echo "build-image.sh: fetching aiconfigurator $planner_aic into $wheelhouse" >&2
+  "$python" -m pip download --disable-pip-version-check --quiet --no-deps -d "$wheelhouse" "aiconfigurator==$planner_aic" >&2
+fi
+started=$SECONDS
+podman build --quiet --network=none --target "$target" -v "$wheelhouse:/wheels:ro" -f "$repo/Dockerfile" \
+  --build-arg BASE_IMAGE="$base" --build-arg PYTHON_PREFIX="$prefix" --build-arg PLANNER_AIC_VERSION="$planner_aic" \
+  -t "$image" -t "$name:latest" "$work/context" >/dev/null
+echo "build-image.sh: built $image in $((SECONDS - started)) s ($(podman image inspect --format '{{.Size}}' "$image" | awk '{printf "%.2f GB", $1 / 1e9}'))" >&2
+save
 echo "$image"

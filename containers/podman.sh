@@ -3,9 +3,20 @@
 # serves its Docker-compatible API on a unix socket (for the `docker` SDK / CLI).
 # Idempotent. Needs root. Prints `export DOCKER_HOST=unix://<socket>` on stdout (progress goes
 # to stderr); the socket is ${SPICA_PODMAN_SOCKET:-/run/spica/podman.sock}.
-# Config follows what works on this kind of machine: runc (crun fails on hybrid cgroups),
-# cgroupfs manager (no systemd), no default ulimits / pids limit (not permitted here).
+#   bash containers/podman.sh [--configure]
+# The host's own container config is left alone, except in CI (CI=true) or with --configure:
+# then the settings that work on this kind of machine go into a drop-in of their own,
+# /etc/containers/containers.conf.d/50-spica-ci.conf (delete it to undo): runc (crun fails on
+# hybrid cgroups), cgroupfs manager (no systemd), no default ulimits / pids limit (not permitted).
 set -euo pipefail
+
+configure=false
+[[ ${CI:-} == true ]] && configure=true
+case ${1:-} in
+  --configure) configure=true ;;
+  "") ;;
+  *) echo "podman.sh: unknown option $1 (allowed: --configure)" >&2; exit 2 ;;
+esac
 
 socket=${SPICA_PODMAN_SOCKET:-/run/spica/podman.sock}
 packages=(podman runc catatonit debootstrap)
@@ -19,8 +30,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-mkdir -p /etc/containers
-cat >/etc/containers/containers.conf <<'CONF'
+if $configure; then
+  mkdir -p /etc/containers/containers.conf.d
+  cat >/etc/containers/containers.conf.d/50-spica-ci.conf <<'CONF'
+# Written by Spica's containers/podman.sh (CI, or --configure); delete it to undo.
 [containers]
 default_ulimits = []
 pids_limit = 0
@@ -29,6 +42,7 @@ pids_limit = 0
 runtime = "runc"
 cgroup_manager = "cgroupfs"
 CONF
+fi
 
 api_up() { curl -sf --unix-socket "$socket" http://d/_ping >/dev/null 2>&1; }
 if ! api_up; then

@@ -1,12 +1,20 @@
-"""How a submitit job enters Spica's runtime container.
+"""How a submitit job enters one of Spica's images, seeing only what it needs.
 
-The image carries the interpreter only; the repo, the venv and the job's folders are
-bind-mounted at their host paths, so the job runs the same venv python at the same path
-inside as outside (see the Dockerfile header).
-- podman: the job's python command becomes `podman run ... IMAGE <venv python>` (local
-  processes, or SLURM nodes with podman installed).
-- pyxis: srun itself enters the container (`--container-image`, `--container-mounts`),
-  as on SLURM clusters with NVIDIA's pyxis/enroot plugin.
+Two modes (see the Dockerfile header):
+- self-contained (default): the image holds Spica and its dependencies; the job runs the
+  image's python and sees only its own files: what it reads (the plan, the trace) read-only,
+  what it writes (results folder, submitit's job folder) and the search's caches read-write.
+- shared-fs: the image holds the interpreter only; the repo and the venv are mounted
+  read-only too, as on a site whose venv lives on a shared file system.
+Every path is mounted at its host path, so submitit's pickled arguments mean the same inside.
+
+- podman: the job's python command becomes `podman run ... IMAGE python` (local processes,
+  or SLURM nodes with podman). No network, every capability dropped, no privilege gain, a
+  read-only root file system, a non-root user: the image's `spica` user when the caller is
+  root (podman hands it the writable mounts with `:U`), else the caller itself (rootless,
+  `--userns=keep-id`, so the files stay the caller's).
+- pyxis: srun itself enters the container (`--container-image`, `--container-mounts`), as on
+  SLURM clusters with NVIDIA's pyxis/enroot plugin; enroot runs as the calling user.
 """
 
 from __future__ import annotations
@@ -19,57 +27,107 @@ from pathlib import Path
 from typing import Literal, get_args
 
 ContainerEngine = Literal["podman", "pyxis"]
+ContainerMode = Literal["self-contained", "shared-fs"]
+
+IMAGE_PYTHON = "/opt/spica/bin/python"  # the self-contained image's venv (Dockerfile)
+IMAGE_USER = "10001:10001"  # its non-root `spica` user (Dockerfile)
+# What a search reads and writes under the cache: KV capacities, timing tables, predictor
+# sub-sweeps, JAX's compiled code. Not the rest of it (the wheel cache, test venvs).
+CACHE_PARTS = ("jax", "predictors", "space", "timing")
 
 # Environment a job needs inside the container: submitit and SLURM describe the job through
-# these (job id, task rank, requeue), SPICA_* carries Spica's own settings, PYTHONPATH a
-# source checkout used without installing it.
-_PASSED_ENV = ("SLURM_*", "SUBMITIT_*", "SPICA_*", "PYTHONPATH")
+# these (job id, task rank, requeue), SPICA_* carries Spica's own settings.
+_PASSED_ENV = ("SLURM_*", "SUBMITIT_*", "SPICA_*")
 
 
-def runtime_mounts(*paths: str | os.PathLike[str]) -> tuple[str, ...]:
-    """Host directories a containerised job needs: the repo (Spica's code), the venv
-    (sys.prefix) and the given paths; nested paths are dropped."""
-    repo = Path(__file__).resolve().parents[1]
-    wanted = {Path(p).resolve() for p in (repo, sys.prefix, *paths)}
-    kept = [p for p in wanted if not any(p != q and p.is_relative_to(q) for q in wanted)]
-    return tuple(sorted(str(p) for p in kept))
+def cache_dir() -> Path:
+    """Spica's cache on this host (the same rule as the search's: $SPICA_CACHE_DIR or ~/.cache/spica)."""
+    return Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica").resolve()
+
+
+def _check(field: str, value: str, choices: object) -> None:
+    if value not in get_args(choices):
+        raise ValueError(f"{field}={value!r} is not supported; allowed: {', '.join(get_args(choices))}")
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path mounted at the same path inside the container."""
+
+    path: str
+    writable: bool = False
+
+
+def job_mounts(
+    mode: ContainerMode,
+    *,
+    reads: tuple[str | os.PathLike[str], ...] = (),
+    writes: tuple[str | os.PathLike[str], ...] = (),
+) -> tuple[Mount, ...]:
+    """The mounts of one job: `reads` read-only, `writes` and the search's caches read-write,
+    plus (shared-fs) the repo and the venv read-only. A path inside a mount of the same kind
+    is dropped; parents come first, so a read-only file inside a writable folder stays read-only."""
+    _check("container_mode", mode, ContainerMode)
+    caches = [cache_dir() / part for part in CACHE_PARTS]
+    for folder in caches:
+        folder.mkdir(parents=True, exist_ok=True)
+    code = (Path(__file__).resolve().parents[1], Path(sys.prefix).resolve()) if mode == "shared-fs" else ()
+    wanted = {Mount(str(Path(p).resolve()), False) for p in (*reads, *code)}
+    wanted |= {Mount(str(Path(p).resolve()), True) for p in (*writes, *caches)}
+    kept = [m for m in wanted
+            if not any(o != m and o.writable == m.writable and Path(m.path).is_relative_to(o.path) for o in wanted)]
+    return tuple(sorted(kept, key=lambda m: m.path))
 
 
 @dataclass(frozen=True)
 class Container:
-    """Spica's runtime image and the host paths to mount into it (same path inside)."""
+    """An image, how to enter it, and what to mount into it (same path inside)."""
 
     image: str
     engine: ContainerEngine = "podman"
-    mounts: tuple[str, ...] = ()
+    mode: ContainerMode = "self-contained"
+    mounts: tuple[Mount, ...] = ()
     workdir: str | None = None
 
     def __post_init__(self) -> None:
-        if self.engine not in get_args(ContainerEngine):
-            allowed = ", ".join(get_args(ContainerEngine))
-            raise ValueError(f"container_engine={self.engine!r} is not supported; allowed: {allowed}")
+        _check("container_engine", self.engine, ContainerEngine)
+        _check("container_mode", self.mode, ContainerMode)
         if not self.image:
-            raise ValueError("container_image is empty; give an image name, e.g. localhost/spica-runtime:latest")
+            raise ValueError("container_image is empty; give an image name, e.g. localhost/spica:latest")
 
-    def python_command(self, python: str = sys.executable) -> str:
-        """The shell command submitit runs as 'python' (podman): python inside the container."""
+    def python(self) -> str:
+        """The python the job runs: the image's own, or (shared-fs) the mounted venv's."""
+        return IMAGE_PYTHON if self.mode == "self-contained" else sys.executable
+
+    def python_command(self, uid: int | None = None) -> str:
+        """The shell command submitit runs as 'python'. podman: python inside the container,
+        as a non-root user (see the module docstring; uid: the caller's, default os.getuid())."""
         if self.engine != "podman":
-            return shlex.quote(python)
-        argv = ["podman", "run", "--rm", "--init", "--network=host"]
-        argv += [f"--volume={m}:{m}" for m in self.mounts]
+            return shlex.quote(self.python())
+        rootful = (os.getuid() if uid is None else uid) == 0
+        argv = ["podman", "run", "--rm", "--init", "--network=none", "--cap-drop=all",
+                "--security-opt=no-new-privileges", "--read-only"]
+        argv += [f"--user={IMAGE_USER}"] if rootful else ["--userns=keep-id"]
+        for mount in self.mounts:
+            options = ("rw,U" if rootful else "rw") if mount.writable else "ro"
+            argv.append(f"--volume={mount.path}:{mount.path}:{options}")
         argv += [f"--env={pattern}" for pattern in _PASSED_ENV]
+        argv += [f"--env=SPICA_CACHE_DIR={cache_dir()}", "--env=HOME=/tmp"]
+        if self.mode == "shared-fs" and os.environ.get("PYTHONPATH"):
+            argv.append("--env=PYTHONPATH")  # a source checkout used without installing it
         if self.workdir:
             argv.append(f"--workdir={self.workdir}")
-        argv += [self.image, python]
+        argv += [f"--entrypoint={self.python()}", self.image]
         return shlex.join(argv)
 
     def srun_args(self) -> list[str]:
         """Extra srun arguments (pyxis): srun starts the job step inside the container."""
         if self.engine != "pyxis":
             return []
-        args = [f"--container-image={self.image}"]
+        args = [f"--container-image={self.image}", "--no-container-mount-home"]
         if self.mounts:
-            args.append("--container-mounts=" + ",".join(f"{m}:{m}" for m in self.mounts))
+            args.append("--container-mounts=" + ",".join(
+                f"{m.path}:{m.path}" + ("" if m.writable else ":ro") for m in self.mounts))
         if self.workdir:
             args.append(f"--container-workdir={self.workdir}")
         return args

@@ -1,5 +1,5 @@
 """Run a compiled plan as a submitit job: on local processes or a SLURM node, optionally
-inside Spica's runtime container.
+inside one of Spica's images (runner/container.py: self-contained by default).
 
     job = submit_plan("plan.json", "out/", cluster="slurm", slurm_partition="debug")
     results_dir = collect(job)
@@ -18,7 +18,9 @@ from pathlib import Path
 import submitit
 from submitit.core.utils import FailedJobError, UncompletedJobError
 
-from runner.container import Container, ContainerEngine, runtime_mounts
+import yaml
+
+from runner.container import Container, ContainerEngine, ContainerMode, job_mounts
 from runner.executors import Cluster, make_executor
 
 
@@ -44,18 +46,20 @@ def submit_plan(
     slurm_partition: str | None = None,
     container_image: str | None = None,
     container_engine: ContainerEngine = "podman",
+    container_mode: ContainerMode = "self-contained",
     timeout_min: int = 120,
     cpus_per_task: int = 2,
     mem_gb: float | None = None,
     max_num_timeout: int = 3,
+    signal_delay_s: int | None = None,
     mounts: tuple[str | os.PathLike[str], ...] = (),
     folder: str | os.PathLike[str] | None = None,
 ) -> submitit.Job[str]:
     """Submit `spica.plan.run_plan_file(plan_path, out_dir)`; returns the submitit job.
 
-    folder: submitit's job files and logs (default <out_dir>/submitit). mounts: extra host
-    directories the container must see (e.g. where the plan's trace lives); the repo, the
-    venv, the plan's directory, out_dir and folder are always mounted.
+    folder: submitit's job files and logs (default <out_dir>/submitit). In a container the job
+    sees the plan file and its trace read-only, out_dir, folder and the search's caches
+    read-write, and nothing else; mounts: more host paths it may read.
     """
     plan = Path(plan_path).resolve()
     if not plan.is_file():
@@ -64,16 +68,27 @@ def submit_plan(
     out.mkdir(parents=True, exist_ok=True)
     job_folder = Path(folder).resolve() if folder else out / "submitit"
     container = (
-        Container(container_image, container_engine,
-                  runtime_mounts(plan.parent, out, job_folder, *mounts), workdir=str(out))
+        Container(container_image, container_engine, container_mode,
+                  job_mounts(container_mode, reads=(plan, *_trace_of(plan), *mounts), writes=(out, job_folder)),
+                  workdir=str(out))
         if container_image is not None else None
     )
     executor = make_executor(
         job_folder, cluster=cluster, timeout_min=timeout_min, slurm_partition=slurm_partition,
         container=container, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
-        job_name=f"spica-{plan.stem}", max_num_timeout=max_num_timeout,
+        job_name=f"spica-{plan.stem}", max_num_timeout=max_num_timeout, signal_delay_s=signal_delay_s,
     )
     return executor.submit(PlanRun(), str(plan), str(out))
+
+
+def _trace_of(plan: Path) -> tuple[str, ...]:
+    """The trace file a plan replays, if it names one (the job checks the rest of the plan)."""
+    try:
+        data = yaml.safe_load(plan.read_text())
+        trace = data["config"]["workload"].get("trace_path")
+    except (OSError, yaml.YAMLError, TypeError, KeyError, AttributeError):
+        return ()
+    return (trace,) if isinstance(trace, str) and Path(trace).is_file() else ()
 
 
 def collect(job: submitit.Job[str]) -> Path:

@@ -31,7 +31,7 @@ from typing import Any
 
 import submitit
 
-from runner.container import Container, ContainerEngine, runtime_mounts
+from runner.container import Container, ContainerEngine, ContainerMode, job_mounts
 from runner.executors import make_executor
 
 
@@ -72,6 +72,7 @@ class SlurmPool:
         max_parallel: int = 16,
         container_image: str | None = None,
         container_engine: ContainerEngine = "podman",
+        container_mode: ContainerMode = "self-contained",
         timeout_min: int = 30,
         cpus_per_task: int = 1,
         mem_gb: float | None = None,
@@ -81,8 +82,8 @@ class SlurmPool:
             raise ValueError(f"max_parallel={max_parallel} must be >= 1")
         job_folder = Path(folder).resolve()
         container = (
-            Container(container_image, container_engine, runtime_mounts(job_folder, *mounts),
-                      workdir=str(job_folder))
+            Container(container_image, container_engine, container_mode,
+                      job_mounts(container_mode, reads=mounts, writes=(job_folder,)), workdir=str(job_folder))
             if container_image is not None else None
         )
         self._executor = make_executor(
@@ -102,6 +103,10 @@ class SlurmPool:
         self._running += jobs
         threading.Thread(target=_watch, args=(jobs, futures), daemon=True).start()
         return futures
+
+    def job_ids(self) -> list[str]:
+        """The SLURM ids of the tasks submitted since the last close (e.g. for sacct)."""
+        return [job.job_id for job in self._running]
 
     def close(self) -> None:
         """Cancel tasks still queued or running."""

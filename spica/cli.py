@@ -96,21 +96,23 @@ def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchCo
     return config_from_container(data)
 
 
-def evaluation_pool(settings: EvaluationSettings, results_dir: str | None) -> Any:
-    """None (Spica's local pool) or a SLURM pool: evaluations as job arrays on the cluster."""
+def evaluation_pool(settings: EvaluationSettings, results_dir: str | None, trace_path: str | None = None) -> Any:
+    """None (Spica's local pool) or a SLURM pool: evaluations as job arrays on the cluster
+    (in a container, each one sees the trace it replays)."""
     if settings.executor == "local":
         return None
     from runner.slurm_pool import SlurmPool
 
     folder = Path(results_dir or ".") / "slurm"
     return SlurmPool(folder, slurm_partition=settings.slurm_partition, max_parallel=settings.max_parallel,
-                     container_image=settings.container_image)
+                     container_image=settings.container_image, container_mode=settings.container_mode,
+                     mounts=(trace_path,) if trace_path else ())
 
 
 def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir: str | None) -> None:
     from spica.search import run_smart_search
 
-    pool = evaluation_pool(app.evaluation, results_dir)
+    pool = evaluation_pool(app.evaluation, results_dir, config.workload.trace_path)
     with _resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
         try:
             results = run_smart_search(config, results_dir=results_dir, pool=pool, progress=True, deploy=app.deploy)

@@ -64,10 +64,22 @@ def docker_host() -> str:
 
 @pytest.fixture(scope="session")
 def runtime_image(docker_host: str) -> str:
-    """Spica's runtime image for this venv's interpreter ($SPICA_CONTAINER_IMAGE, else built
-    or found in podman's cache by containers/build-image.sh)."""
+    """Spica's self-contained image ($SPICA_CONTAINER_IMAGE, else built or found in podman's
+    cache by containers/build-image.sh)."""
     return os.environ.get("SPICA_CONTAINER_IMAGE") or _run_service_script(
         "build-image.sh", sys.executable).strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def planner_image(docker_host: str) -> str:
+    """Spica's image with the AI Configurator of Dynamo's dynamo-planner container (no memory model)."""
+    return _run_service_script("build-image.sh", "--planner", sys.executable).strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def interpreter_image(docker_host: str) -> str:
+    """The interpreter-only image of the shared-fs mode (built or found by containers/build-image.sh)."""
+    return _run_service_script("build-image.sh", "--shared-fs", sys.executable).strip().splitlines()[-1]
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ class EvaluationSettings(_Frozen):
     slurm_partition: str | None = None  # null: the cluster's default partition
     max_parallel: PositiveInt = 16  # slurm: array tasks running at once
     container_image: str | None = None  # slurm: run each evaluation inside this image (podman)
+    container_mode: Literal["self-contained", "shared-fs"] = "self-contained"  # shared-fs: mount the repo and venv
 
 
 class AppSettings(_Frozen):

@@ -1,4 +1,4 @@
-"""How a job's python command and srun arguments enter the runtime container."""
+"""How a job enters a container: exactly what it mounts, and how it runs."""
 
 from __future__ import annotations
 
@@ -8,41 +8,85 @@ from pathlib import Path
 
 import pytest
 
-from runner.container import Container, runtime_mounts
+from runner.container import Container, Mount, job_mounts
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_podman_command_runs_the_venv_python_in_the_image_with_same_path_mounts():
-    container = Container("localhost/spica-runtime:abc", "podman", ("/data/jobs", "/repo"), workdir="/data/jobs")
-    argv = shlex.split(container.python_command("/repo/.venv/bin/python"))
-    assert argv[:2] == ["podman", "run"]
-    assert argv[-2:] == ["localhost/spica-runtime:abc", "/repo/.venv/bin/python"]
-    assert "--volume=/data/jobs:/data/jobs" in argv and "--volume=/repo:/repo" in argv
-    assert {"--env=SLURM_*", "--env=SUBMITIT_*", "--env=SPICA_*", "--env=PYTHONPATH"} <= set(argv)
-    assert "--workdir=/data/jobs" in argv
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("SPICA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    return tmp_path / "cache"
+
+
+def _plan_job(tmp_path: Path) -> tuple[Mount, ...]:
+    return job_mounts("self-contained", reads=(tmp_path / "plans" / "p.yaml", tmp_path / "t.jsonl"),
+                      writes=(tmp_path / "out", tmp_path / "out" / "submitit"))
+
+
+def test_a_self_contained_job_as_root_runs_the_image_python_as_its_user_with_only_its_files(tmp_path, cache):
+    container = Container("localhost/spica:abc", "podman", "self-contained", _plan_job(tmp_path), workdir=f"{tmp_path}/out")
+    assert shlex.split(container.python_command(uid=0)) == [
+        "podman", "run", "--rm", "--init", "--network=none", "--cap-drop=all",
+        "--security-opt=no-new-privileges", "--read-only", "--user=10001:10001",
+        f"--volume={cache}/jax:{cache}/jax:rw,U",
+        f"--volume={cache}/predictors:{cache}/predictors:rw,U",
+        f"--volume={cache}/space:{cache}/space:rw,U",
+        f"--volume={cache}/timing:{cache}/timing:rw,U",
+        f"--volume={tmp_path}/out:{tmp_path}/out:rw,U",
+        f"--volume={tmp_path}/plans/p.yaml:{tmp_path}/plans/p.yaml:ro",  # the file, not its folder
+        f"--volume={tmp_path}/t.jsonl:{tmp_path}/t.jsonl:ro",
+        "--env=SLURM_*", "--env=SUBMITIT_*", "--env=SPICA_*",
+        f"--env=SPICA_CACHE_DIR={cache}", "--env=HOME=/tmp",
+        f"--workdir={tmp_path}/out",
+        "--entrypoint=/opt/spica/bin/python", "localhost/spica:abc",
+    ]
     assert container.srun_args() == []
+    assert all((cache / part).is_dir() for part in ("jax", "predictors", "space", "timing"))
 
 
-def test_pyxis_enters_the_container_through_srun_and_keeps_the_plain_python():
-    container = Container("nvcr.io#nvidia/dynamo:1", "pyxis", ("/a", "/b"), workdir="/a")
+def test_a_non_root_caller_runs_as_itself_in_a_rootless_user_namespace(tmp_path, cache):
+    argv = shlex.split(Container("img", mounts=_plan_job(tmp_path)).python_command(uid=1000))
+    assert "--userns=keep-id" in argv and not any(a.startswith("--user=") for a in argv)
+    assert f"--volume={tmp_path}/out:{tmp_path}/out:rw" in argv  # no chown: the files stay the caller's
+
+
+def test_shared_fs_mounts_the_repo_and_venv_read_only_and_runs_the_venv_python(tmp_path, cache, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    mounts = job_mounts("shared-fs", writes=(tmp_path / "out",))
+    code = {str(REPO), str(Path(sys.prefix).resolve())}
+    assert {m.path for m in mounts if not m.writable} == code
+    argv = shlex.split(Container("img", "podman", "shared-fs", mounts).python_command(uid=0))
+    assert argv[-2:] == [f"--entrypoint={sys.executable}", "img"]
+    assert "--env=PYTHONPATH" in argv
+    assert all(f"--volume={path}:{path}:ro" in argv for path in code)
+
+
+def test_a_writable_folder_inside_a_read_only_one_is_mounted_over_it(tmp_path, cache):
+    mounts = job_mounts("shared-fs", writes=(REPO / "results" / "x",))
+    paths = [m.path for m in mounts]
+    assert paths.index(str(REPO)) < paths.index(str(REPO / "results" / "x"))
+    assert Mount(str(REPO / "results" / "x"), True) in mounts
+
+
+def test_pyxis_enters_the_container_through_srun_with_the_same_mounts(tmp_path, cache):
+    container = Container("nvcr.io#nvidia/spica:1", "pyxis", "self-contained",
+                          (Mount("/a", True), Mount("/b/p.yaml")), workdir="/a")
     assert container.srun_args() == [
-        "--container-image=nvcr.io#nvidia/dynamo:1",
-        "--container-mounts=/a:/a,/b:/b",
+        "--container-image=nvcr.io#nvidia/spica:1",
+        "--no-container-mount-home",
+        "--container-mounts=/a:/a,/b/p.yaml:/b/p.yaml:ro",
         "--container-workdir=/a",
     ]
-    assert container.python_command("/venv/bin/python") == "/venv/bin/python"
+    assert container.python_command() == "/opt/spica/bin/python"
 
 
-def test_unknown_engine_is_one_line_naming_the_allowed_ones():
-    with pytest.raises(ValueError, match=r"^container_engine='docker' is not supported; allowed: podman, pyxis$"):
-        Container("img", "docker")  # type: ignore[arg-type]
-
-
-def test_runtime_mounts_hold_repo_venv_and_extras_without_nested_duplicates(tmp_path):
-    inner = tmp_path / "out" / "submitit"
-    mounts = runtime_mounts(tmp_path / "out", inner, REPO / "tests")
-    covered = lambda path: any(Path(path).resolve().is_relative_to(m) for m in mounts)  # noqa: E731
-    assert str(REPO) in mounts and str(tmp_path / "out") in mounts
-    assert covered(sys.prefix) and covered(inner)
-    assert str(inner) not in mounts and str(REPO / "tests") not in mounts
+@pytest.mark.parametrize(("field", "kwargs", "allowed"), [
+    ("container_engine", {"engine": "docker"}, "podman, pyxis"),
+    ("container_mode", {"mode": "bind"}, "self-contained, shared-fs"),
+])
+def test_an_unknown_engine_or_mode_is_one_line_naming_the_allowed_ones(field, kwargs, allowed):
+    value = next(iter(kwargs.values()))
+    with pytest.raises(ValueError, match=rf"^{field}='{value}' is not supported; allowed: {allowed}$"):
+        Container("img", **kwargs)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Jobs on the real infrastructure: SLURM, and Spica's runtime image under podman."""
+"""Jobs on the real infrastructure: SLURM, and Spica's images under podman."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.container import Container, runtime_mounts
+from runner.container import CACHE_PARTS, IMAGE_PYTHON, Container, ContainerMode, cache_dir, job_mounts
 from runner.executors import make_executor
 from runner.probe import describe_environment
 
@@ -16,8 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
 
 
-def _in_container(image: str, folder: Path) -> Container:
-    return Container(image, "podman", runtime_mounts(folder), workdir=str(folder))
+def _in_container(image: str, folder: Path, mode: ContainerMode = "self-contained") -> Container:
+    return Container(image, "podman", mode, job_mounts(mode, writes=(folder,)), workdir=str(folder))
 
 
 def test_slurm_job_returns_its_value_from_a_slurm_node(slurm_partition, tmp_path):
@@ -28,13 +28,27 @@ def test_slurm_job_returns_its_value_from_a_slurm_node(slurm_partition, tmp_path
     assert report["python"] == sys.executable
 
 
-def test_local_job_in_the_container_runs_the_image_python_and_sees_the_mounted_repo(runtime_image, tmp_path):
+def test_a_job_in_the_self_contained_image_runs_its_own_spica_unprivileged_and_offline(runtime_image, tmp_path):
     executor = make_executor(tmp_path, cluster="local", timeout_min=5, container=_in_container(runtime_image, tmp_path))
     report = executor.submit(describe_environment).result()
     assert report["container"] == "podman"
-    assert report["python"] == sys.executable  # the venv, bind-mounted at its host path
+    assert (report["python"], report["spica_code"]) == (IMAGE_PYTHON, "/opt/spica/src")
+    assert report["uid"] == "10001"  # the image's user, not root
+    assert report["capabilities"] == "0000000000000000"
+    assert report["network"] == "lo"
+    caches = [f"{cache_dir() / part}:rw" for part in CACHE_PARTS]
+    assert report["host_mounts"].split() == sorted([f"{tmp_path}:rw", *caches])  # nothing else of the host
+
+
+def test_a_job_in_shared_fs_mode_runs_the_mounted_venv_and_repo(interpreter_image, tmp_path):
+    container = _in_container(interpreter_image, tmp_path, "shared-fs")
+    report = make_executor(tmp_path, cluster="local", timeout_min=5, container=container).submit(describe_environment).result()
+    assert report["container"] == "podman"
+    assert report["python"] == sys.executable  # the venv, bind-mounted read-only at its host path
     assert report["python_version"] == describe_environment()["python_version"]
-    assert report["spica_code"] == str(REPO)  # runner/ imported from the mounted repo
+    assert report["spica_code"] == str(REPO)
+    assert (report["uid"], report["network"]) == ("10001", "lo")
+    assert {f"{REPO}:ro", f"{Path(sys.prefix).resolve()}:ro", f"{tmp_path}:rw"} <= set(report["host_mounts"].split())
 
 
 def test_slurm_job_in_the_container(slurm_partition, runtime_image, tmp_path):
@@ -47,9 +61,10 @@ def test_slurm_job_in_the_container(slurm_partition, runtime_image, tmp_path):
 
 def test_docker_api_runs_the_image_with_a_bind_mount(docker_host, runtime_image, tmp_path):
     (tmp_path / "hello.txt").write_text("from the host")
+    tmp_path.chmod(0o755)  # readable by the image's non-root user
     client = docker.DockerClient(base_url=docker_host)
     output = client.containers.run(
-        runtime_image, ["python3", "-c", "print(open('/mnt/hello.txt').read())"],
-        volumes={str(tmp_path): {"bind": "/mnt", "mode": "ro"}}, remove=True,
+        runtime_image, ["-c", "print(open('/mnt/hello.txt').read())"], entrypoint="python",
+        volumes={str(tmp_path): {"bind": "/mnt", "mode": "ro"}}, remove=True, network_mode="none",
     )
     assert output.decode().strip() == "from the host"

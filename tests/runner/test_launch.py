@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import spica.plan
-from runner.launch import PlanJobFailed, collect, submit_plan
+from runner.launch import PlanJobFailed, _trace_of, collect, submit_plan
 
 
 def test_missing_plan_is_one_line(tmp_path):
@@ -23,9 +23,19 @@ def test_a_failing_plan_job_names_the_job_the_error_and_its_log(tmp_path):
         collect(job)
 
 
-@pytest.mark.e2e
-@pytest.mark.skipif(not hasattr(spica.plan, "run_plan_file"), reason="spica.plan.run_plan_file not written yet")
-def test_a_compiled_plan_runs_as_a_local_job_and_returns_its_results_folder(tmp_path):
+def test_a_container_job_is_given_the_trace_its_plan_replays_and_nothing_for_a_missing_one(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("{}\n")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(f"config:\n  workload:\n    trace_path: {trace}\n")
+    assert _trace_of(plan) == (str(trace),)
+    plan.write_text(f"config:\n  workload:\n    trace_path: {tmp_path / 'gone.jsonl'}\n")
+    assert _trace_of(plan) == ()
+    plan.write_text("hello: world\n")
+    assert _trace_of(plan) == ()
+
+
+def _tiny_plan(tmp_path: Path) -> Path:
     from spica.config import SmartSearchConfig
 
     config = SmartSearchConfig.from_mapping({
@@ -38,7 +48,20 @@ def test_a_compiled_plan_runs_as_a_local_job_and_returns_its_results_folder(tmp_
         "workload": {"isl": 512, "osl": 64, "concurrency": 4, "num_request_ratio": 5},
         "sweep": {"max_rounds": 1, "parallel_evals": 1, "algorithm": "grid", "random_seed": 3},
     })
-    plan = spica.plan.compile_plan(config).write(tmp_path / "plan.yaml")
-    results = collect(submit_plan(plan, tmp_path / "out", cluster="local", timeout_min=10))
+    return spica.plan.compile_plan(config).write(tmp_path / "plans" / "plan.yaml")
+
+
+@pytest.mark.e2e
+def test_a_compiled_plan_runs_as_a_local_job_and_returns_its_results_folder(tmp_path):
+    results = collect(submit_plan(_tiny_plan(tmp_path), tmp_path / "out", cluster="local", timeout_min=10))
     assert results == tmp_path / "out"
-    assert any(Path(results).iterdir())
+    assert (results / "ledger.json").is_file()
+
+
+@pytest.mark.e2e
+def test_a_compiled_plan_runs_in_the_self_contained_image_as_its_user(runtime_image, tmp_path):
+    plan = _tiny_plan(tmp_path)
+    job = submit_plan(plan, tmp_path / "out", cluster="local", timeout_min=10, container_image=runtime_image)
+    results = collect(job)
+    assert (results / "ledger.json").is_file()
+    assert (results / "ledger.json").stat().st_uid == 10001  # written by the image's non-root user

@@ -1,0 +1,47 @@
+"""The self-contained image by hand, as the README shows it: a plan and a config-file search
+run offline with nothing mounted but the input (read-only) and the results folder."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+import spica.plan
+from spica.config import SmartSearchConfig
+
+pytestmark = pytest.mark.e2e
+
+CONFIG = {
+    "search_space": {"model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm", "gpu_budget": 1,
+                     "context_length": 4096, "deployment_mode": ["agg"], "backend": ["vllm"],
+                     "agg_max_num_batched_tokens": [8192], "agg_max_num_seqs": [64],
+                     "router_mode": ["round_robin"], "planner_scaling_policy": ["disabled"]},
+    "workload": {"isl": 512, "osl": 32, "concurrency": 4, "num_request_ratio": 2},
+    "sweep": {"algorithm": "grid", "parallel_evals": 1, "random_seed": 3},
+}
+
+
+def _run(image: str, inputs: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    inputs.chmod(0o755)  # readable by the image's non-root user
+    out.mkdir()
+    argv = ["podman", "run", "--rm", "--network=none", "-v", f"{inputs}:/in:ro", "-v", f"{out}:/out:U", image, *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600)
+
+
+def test_run_plan_in_the_image_with_only_the_plan_and_the_results_folder(runtime_image, tmp_path):
+    plan = spica.plan.compile_plan(SmartSearchConfig.from_mapping(CONFIG)).write(tmp_path / "plans" / "p.yaml")
+    done = _run(runtime_image, plan.parent, tmp_path / "out", "run-plan", "/in/p.yaml", "-o", "/out")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "results: /out" in done.stdout
+    assert (tmp_path / "out" / "ledger.json").is_file()
+
+
+def test_a_config_file_search_in_the_image(runtime_image, tmp_path):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "search.yaml").write_text(yaml.safe_dump(CONFIG))
+    done = _run(runtime_image, tmp_path / "cfg", tmp_path / "out", "--config-file", "/in/search.yaml", "results_dir=/out")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "out" / "best.csv").is_file()

@@ -1,0 +1,40 @@
+"""containers/podman.sh changes the host's container config only in CI or when asked, and then
+in a drop-in of its own, never in /etc/containers/containers.conf."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MAIN = Path("/etc/containers/containers.conf")
+DROP_IN = Path("/etc/containers/containers.conf.d/50-spica-ci.conf")
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(os.geteuid() != 0, reason="podman.sh needs root")]
+
+
+def _podman_sh(*args: str, ci: bool) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "CI"} | ({"CI": "true"} if ci else {})
+    done = subprocess.run(["bash", str(REPO / "containers" / "podman.sh"), *args], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _state() -> tuple[bytes | None, bytes | None]:
+    return tuple(path.read_bytes() if path.exists() else None for path in (MAIN, DROP_IN))  # type: ignore[return-value]
+
+
+def test_outside_ci_nothing_of_the_hosts_config_changes(docker_host):
+    before = _state()
+    _podman_sh(ci=False)
+    assert _state() == before
+
+
+@pytest.mark.parametrize("how", ["CI=true", "--configure"])
+def test_in_ci_or_when_asked_the_settings_go_to_a_drop_in(docker_host, how):
+    main_before = _state()[0]
+    _podman_sh(*(["--configure"] if how == "--configure" else []), ci=how == "CI=true")
+    assert _state()[0] == main_before
+    assert 'runtime = "runc"' in DROP_IN.read_text()
