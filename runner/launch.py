@@ -6,7 +6,7 @@ inside one of Spica's images (runner/container.py: self-contained by default).
 
 Preemption and time limits (SLURM): the job is Checkpointable, so submitit requeues the
 same call (always on preemption, up to max_num_timeout times on a time-out), and
-`spica.plan.run_plan_file` picks up from what out_dir already holds instead of re-running
+`run_plan_file` picks up from what out_dir already holds instead of re-running
 finished evaluations.
 """
 
@@ -33,9 +33,17 @@ class PlanRun(submitit.helpers.Checkpointable):
     a function from __main__ fails with NameError on the node)."""
 
     def __call__(self, plan_path: str, out_dir: str) -> str:
-        from spica.plan import run_plan_file  # imported in the job only: the search stack is heavy
-
         return run_plan_file(plan_path, out_dir)
+
+
+def run_plan_file(plan_path: str, out_dir: str) -> str:
+    """Run a verified plan and write its results folder; returns that folder."""
+    from spica.plan import load_plan  # imported in the job only: the search stack is heavy
+
+    plan = load_plan(plan_path)  # refuse a bad plan before loading the search
+    from spica.search import run_smart_search
+
+    return str(run_smart_search(plan, results_dir=out_dir).results_dir)
 
 
 def submit_plan(
@@ -55,7 +63,7 @@ def submit_plan(
     mounts: tuple[str | os.PathLike[str], ...] = (),
     folder: str | os.PathLike[str] | None = None,
 ) -> submitit.Job[str]:
-    """Submit `spica.plan.run_plan_file(plan_path, out_dir)`; returns the submitit job.
+    """Submit `run_plan_file(plan_path, out_dir)`; returns the submitit job.
 
     folder: submitit's job files and logs (default <out_dir>/submitit). In a container the job
     sees the plan file and its trace read-only, out_dir, folder and the search's caches

@@ -186,12 +186,3 @@ def load_plan(path: str | Path, *, check_versions: bool = True) -> Plan:
     if trace and data["trace_sha256"] != file_sha256(trace):
         raise PlanError(f"{path}: the trace {trace} changed since the plan was compiled (sha256 differs)")
     return Plan(config, data["versions"], data["trace_sha256"], recorded)
-
-
-def run_plan_file(plan_path: str, out_dir: str) -> str:
-    """Run a verified plan and write its results folder; returns that folder. Used by runner/ jobs."""
-    plan = load_plan(plan_path)  # refuse a bad plan before loading the heavy search stack
-    from spica.search import run_smart_search
-
-    outcome = run_smart_search(plan, results_dir=out_dir)
-    return str(outcome.results_dir)
