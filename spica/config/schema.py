@@ -647,12 +647,11 @@ class SmartSearchConfig(_Frozen):
             )
         if context is not None and workload.is_trace_based:
             trace = check_trace(workload.trace_path)
-            if trace.longest_request_tokens > context:  # Replay would serve it; the deployed engine refuses it
-                raise ValueError(
-                    f"workload.trace_path: line {trace.longest_request_line} holds a request of {trace.longest_request_tokens} tokens "
-                    f"(input_length + output_length), longer than search_space.context_length {context}; raise context_length "
-                    "or leave it null (the model's maximum)"
-                )
+            if trace.longest_request_tokens > context:  # real traces hold a few such requests: said, not refused
+                log.warning(
+                    "workload.trace_path: line %d holds a request of %d tokens (input_length + output_length, the trace's "
+                    "longest), longer than search_space.context_length %d: Replay serves such requests, a deployed engine "
+                    "refuses them", trace.longest_request_line, trace.longest_request_tokens, context)
         if self.goal.target_constrained and workload.request_rate is not None and self.goal.min_goodput_rps is None:
             raise ValueError(
                 f"goal.min_goodput_rps: required for target {self.goal.target} with request_rate traffic "

@@ -218,14 +218,15 @@ def test_loads_replay_cannot_run(tmp_path, capsys, workload, expected):
     refused(capsys, ["--config-file", str(config)], expected)
 
 
-def test_a_trace_request_longer_than_the_set_context(tmp_path, capsys):
+def test_a_trace_request_longer_than_the_set_context_is_said_with_its_line(tmp_path, config_warnings):
+    from spica.config import SmartSearchConfig
+
     trace = tmp_path / "t.jsonl"
     trace.write_text(GOOD_ROW + GOOD_ROW.replace('"timestamp": 0', '"timestamp": 1').replace("600", "5000").replace("[1, 2]", str(list(range(10)))))
-    config = tmp_path / "c.yaml"
-    config.write_text(SPACE.replace("gpu_budget: 4", "gpu_budget: 4, context_length: 4096") + f"workload: {{trace_path: {trace}}}\n")
-    refused(capsys, ["--config-file", str(config)],
-            "workload.trace_path: line 2 holds a request of 5010 tokens (input_length + output_length), "
-            "longer than search_space.context_length 4096")
+    config = yaml.safe_load(SPACE.replace("gpu_budget: 4", "gpu_budget: 4, context_length: 4096"))
+    SmartSearchConfig.from_mapping({**config, "workload": {"trace_path": str(trace)}})
+    assert ("workload.trace_path: line 2 holds a request of 5010 tokens (input_length + output_length, the trace's longest), "
+            "longer than search_space.context_length 4096: Replay serves such requests, a deployed engine refuses them") in config_warnings.text
 
 
 @pytest.mark.parametrize("compiling", [True, False], ids=["compile", "search"])
