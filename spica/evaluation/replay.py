@@ -35,6 +35,9 @@ from spica.evaluation.timing import materialize_engine_args, mean_token_position
 Status = Literal["ok", "failed", "timeout", "no_samples"]
 ENGINE_ARG_KEYS = ("extra_engine_args", "prefill_engine_args", "decode_engine_args")
 MESSAGE_LIMIT = 300
+RETRIED = ("timing_cache", "worker_crashed")
+"""Failures that say nothing about the candidate (its timing table vanished, its replay child was
+killed, e.g. by a scheduler signalling every process of a job): replayed once more at once."""
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,8 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
         return ("failed", {}, "timing_cache", result[3]) if lost else result
 
     result = attempt()
-    if result is not None and result[2] == "timing_cache":
-        result = attempt()  # once: a cache removed mid-run is rebuilt; twice in a row is reported
+    if result is not None and result[2] in RETRIED:
+        result = attempt()  # once: a cache removed mid-run is rebuilt, a dead child replaced; twice in a row is reported
     if result is None:
         return outcome("timeout", reason="time_cap", message=f"replay exceeded the {timeout_s:g} s time cap")
     status, summary, reason, message = result

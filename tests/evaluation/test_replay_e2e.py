@@ -108,6 +108,23 @@ def test_capped_worker_is_replaced_when_it_dies_between_calls(agg_candidate):
     assert run_replay(call, timeout_s=120.0).status == "ok"
 
 
+def test_a_replay_child_killed_under_its_replay_is_replaced_and_the_replay_retried(agg_candidate, monkeypatch):
+    """A scheduler signals every process of a job: a killed child costs a retry, not the candidate."""
+    start, killed = _capped_worker._ensure_started, []
+
+    def started_then_killed():
+        connection = start()
+        if not killed:
+            _capped_worker._process.kill()  # a real SIGKILL before the child answers
+            _capped_worker._process.join()
+            killed.append(True)
+        return connection
+
+    monkeypatch.setattr(_capped_worker, "_ensure_started", started_then_killed)
+    outcome = run_replay(build_replay_call(agg_candidate(), SMALL), timeout_s=120.0)
+    assert killed and outcome.status == "ok", outcome.message
+
+
 def test_missing_trace_fails_as_invalid_input(agg_candidate, tmp_path: Path):
     outcome = run_replay(build_replay_call(agg_candidate(), WorkloadSpec(kind="trace", trace_path=str(tmp_path / "none.jsonl"))))
     assert (outcome.status, outcome.reason) == ("failed", "invalid_input")
