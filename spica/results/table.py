@@ -61,6 +61,12 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
             [index, candidate.label(), candidate.used_gpus, candidate.metrics.get("provisioned_gpus"), *[candidate.objectives.get(name) for name in objectives],
              candidate.metrics.get("mean_ttft_ms"), candidate.metrics.get("mean_tpot_ms"), _knobs(candidate)]
         )
+    if config.goal.sla_constrained and any("goodput_request_throughput_rps" in c.metrics for c in shown):
+        # the SLA holds as an aggregate: how many requests each one served within it, per second
+        headers.insert(-1, "good req/s")
+        for row, candidate in zip(rows, shown):
+            good, offered = candidate.metrics.get("goodput_request_throughput_rps"), candidate.metrics.get("request_throughput_rps")
+            row.insert(-1, "-" if good is None else f"{good:,.2f} of {offered:,.2f}" if offered else f"{good:,.2f}")
     spreads = [candidate.spread_percent(objectives[0]) for candidate in shown]
     if any(spread is not None for spread in spreads):
         headers.insert(5, "±")

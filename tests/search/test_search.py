@@ -228,6 +228,10 @@ def test_min_gpus_finds_the_smallest_deployment_that_meets_the_sla_on_the_moonca
     smaller = [c for c in results.ledger if c.used_gpus < best.used_gpus]
     assert smaller and all(c.status == "infeasible" and c.reason.startswith("sla: mean_ttft_ms") for c in smaller)
     assert all(c.used_gpus >= best.used_gpus for c in results)  # nothing smaller is feasible
+    from spica.results.table import format_results
+
+    table = format_results(config, results, {})
+    assert "good req/s" in table.splitlines()[2] and "SLA (mean): ttft_ms ≤ 2,000, itl_ms ≤ 50" in table
 
 
 def test_min_gpus_with_request_rate_traffic_needs_a_goodput_floor():
