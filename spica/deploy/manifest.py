@@ -57,8 +57,12 @@ def _quiet_profiler() -> Iterator[None]:
 
 
 def gpus_per_node(hardware_sku: str) -> int:
-    from aiconfigurator.sdk.perf_database import load_system_spec
-
+    """From AI Configurator's system spec; an older AI Configurator (the dynamo-planner image's)
+    has none to read, and the common node of DEFAULT_GPUS_PER_NODE GPUs is assumed."""
+    try:
+        from aiconfigurator.sdk.perf_database import load_system_spec
+    except ImportError:
+        return DEFAULT_GPUS_PER_NODE
     return int(load_system_spec(hardware_sku).get("node", {}).get("num_gpus_per_node", DEFAULT_GPUS_PER_NODE))
 
 
@@ -86,8 +90,8 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
     engine = record.engine_package
     scored = ", ".join(f"{key}={value:.4g}" for key, value in candidate.objectives.items()) or "no objective"
     quant = ", ".join(f"{name}={u[name]}" for name in QUANT_NAMES if u.get(name) is not None)
-    if u.get("kvcache_quant_mode") is None:
-        assumed = checkpoint_quant_modes(u["model_name"], record.name)["kvcache_quant_mode"]
+    assumed = checkpoint_quant_modes(u["model_name"], record.name)["kvcache_quant_mode"] if u.get("kvcache_quant_mode") is None else None
+    if assumed is not None:
         quant = ", ".join(filter(None, (quant, f"kvcache_quant_mode={assumed} (AI Configurator's for the checkpoint)")))
     nextn, accepted = int(u.get("aic_nextn") or 0), u.get("nextn_accepted")
     speculation = f"MTP {nextn} drafts per step, {accepted if accepted is not None else 'Replay default'} accepted per step"

@@ -18,7 +18,7 @@ from spica.planner.config import unroll_planner_fields
 from spica.quant import QUANT_FIELDS
 from spica.search.dimensions import KV_ROUTER_KNOBS, OFFLOAD_ROUTER_KNOBS, ROLES
 from spica.space.branches import Branch, ParallelConfig, worker_capacity
-from spica.space.capacity import MemorySettings
+from spica.space.capacity import UNKNOWN_CAPACITY_BLOCKS, MemorySettings
 
 PINNED_FIELDS = (
     "model_name", "hardware_sku", "startup_time", "aic_nextn", "gpu_budget", "min_gpu_budget", "min_endpoint",
@@ -113,8 +113,8 @@ def _own_capacity(
     use — reflects. A shape kept for another quant choice that cannot hold context_length at
     this one raises LookupError (told as unsupported).
     """
-    if parallel.role_capacity(backend, role) is None:  # no memory model: capacity unknown
-        return {}
+    if parallel.role_capacity(backend, role) is None:  # no memory model: capacity unknown, Replay's default pool
+        return {f"{role}_num_gpu_blocks": UNKNOWN_CAPACITY_BLOCKS * parallel.pool(role).shape.attention_dp}
     space = config.search_space
     block_size = getattr(space, f"{role}_block_size")
     quant = tuple((field.name, unrolled[field.name]) for field in QUANT_FIELDS if field.sizes_memory and field.name in unrolled)

@@ -15,6 +15,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from packaging.version import Version
+
 from spica import backends
 from spica.errors import UserError
 from spica.quant import QUANT_FIELDS
@@ -24,6 +26,9 @@ from spica.space.shapes import WorkerShape
 logger = logging.getLogger("spica.space")
 
 MEMORY_MODULE = "aiconfigurator.sdk.memory"
+UNKNOWN_CAPACITY_BLOCKS = 16_384
+"""KV blocks per attention rank a replay gets when no memory model can size them: the mocker's own
+default for an engine nothing sizes (its --num-gpu-blocks-override help)."""
 
 
 class KvCapacityUnavailable(UserError):
@@ -66,7 +71,11 @@ def _perf_data(system: str, backend: str) -> dict[str, Any]:
     aic = list(perf_database.get_supported_databases().get(system, {}).get(record.aic_name, []))
     default = perf_database.get_latest_database_version(system, record.aic_name) if aic else None
     timed = _ais_versions(system, record.ais_name) if _ais_version() else set(aic)
-    found = {"default": default, "scorable": [version for version in aic if version in timed]}
+    scorable = [version for version in aic if version in timed]
+    if not _memory_module_present() and timed:  # no KV capacity from AIC: only timing's data decides
+        scorable = sorted(timed, key=Version)
+        default = default if default in timed else scorable[-1]
+    found = {"default": default, "scorable": scorable}
     cache.store(key, found)
     return found
 
@@ -96,10 +105,13 @@ def supported_quant_modes(system: str, backend: str, version: str) -> dict[str, 
     return stored
 
 
-def checkpoint_quant_modes(model_name: str, backend: str) -> dict[str, str]:
+def checkpoint_quant_modes(model_name: str, backend: str) -> dict[str, str | None]:
     """The quant modes AI Configurator assumes for a checkpoint when none is set (it infers them
     from the model's quantization config, e.g. fp8 KV cache for an FP8 checkpoint): what an unset
-    field was scored with, and so what a deployment must run."""
+    field was scored with, and so what a deployment must run. Without the memory model nothing was
+    sized, so nothing is assumed (None): the engine's own default stands."""
+    if not _memory_module_present():
+        return {field.name: None for field in QUANT_FIELDS}
     key = {"kind": "checkpoint_quant_modes", "aic": aic_version(), "model": model_name, "backend": backend}
     stored = cache.load(key)
     if not stored:
@@ -135,9 +147,11 @@ def memory_model_available() -> bool:
     if not present:
         logger.warning(
             "aiconfigurator %s has no memory model (%s, added in 0.10): KV-feasibility filter "
-            "skipped, shapes carry no KV capacity",
+            "skipped, shapes carry no KV capacity and every replay gets Replay's default KV cache of "
+            "%s blocks per attention rank (scores then do not reflect each shape's memory)",
             aic_version(),
             MEMORY_MODULE,
+            f"{UNKNOWN_CAPACITY_BLOCKS:,}",
         )
     return present
 

@@ -39,8 +39,6 @@ def test_kv_load_ratio_is_refused_before_enumeration(planner_image, tmp_path):
     assert not (tmp_path / "out" / "ledger.json").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="without KV capacity the unrolled candidate has no *_num_gpu_blocks and every "
-                                       "replay fails as invalid_deployment (spica/search/unroll.py, spica/evaluation/deployment.py)")
 @pytest.mark.parametrize("kind", ["fixed_concurrency", "trace"])
 def test_a_search_runs_to_a_result_with_the_kv_filter_skipped_once(planner_image, shared_dir, tmp_path, kind):
     if kind == "trace":

@@ -83,7 +83,8 @@ def test_without_memory_model_kv_filter_is_skipped_and_kv_load_fails_fast(
     )
     warning = (
         f"WARNING spica.space: aiconfigurator {LEGACY_AIC} has no memory model (aiconfigurator.sdk.memory, "
-        "added in 0.10): KV-feasibility filter skipped, shapes carry no KV capacity"
+        "added in 0.10): KV-feasibility filter skipped, shapes carry no KV capacity and every replay gets Replay's "
+        "default KV cache of 16,384 blocks per attention rank (scores then do not reflect each shape's memory)"
     )
     assert run.stderr.splitlines().count(warning) == 1  # two enumerations, one warning
     # every legal shape is kept (dense TP 1/2/4 within 4 GPUs), on every backend, without KV fields
