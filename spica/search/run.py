@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from spica.config import SmartSearchConfig
 from spica.deploy.settings import DeploySettings
@@ -165,8 +165,6 @@ def _search(
     branches = branches_for(config)  # first: a model, SKU or version it cannot price is refused before any work
     own_pool = pool is None
     pool = pool or local_pool(config.sweep.parallel_evals, config.sweep.per_round)  # its workers start meanwhile
-    if write:
-        _import_in_background("spica.results.report")  # matplotlib and the manifest builders: ~1 s, needed at the end
     try:
         winners, predictor_report = _predictor_winners(plan)
         # Studies live in memory for one run: a resume replays them from the journal, asking
@@ -182,6 +180,8 @@ def _search(
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
         meter = Progress(total=total, target=config.goal.objectives, enabled=progress)
         loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter)
+        if write:  # the studies are built: what only the end needs loads while the replays run
+            _load_in_background(_results_writer)
         try:
             ledger = loop.run()
         finally:
@@ -214,9 +214,18 @@ def _search(
     return results
 
 
-def _import_in_background(module: str) -> None:
-    """Import a module the search needs only at its end while the replays run, not after them."""
-    threading.Thread(target=importlib.import_module, args=(module,), name="spica-import", daemon=True).start()
+def _results_writer() -> None:
+    """What writing the results folder imports: matplotlib, and Dynamo's profiler modules that
+    build the manifests (with transformers and Dynamo's planner: ~3 s in all)."""
+    importlib.import_module("spica.results.report")
+    from spica.deploy.flags import profiler_modules
+
+    profiler_modules()
+
+
+def _load_in_background(load: Callable[[], None]) -> None:
+    """Run an import-only warm-up in a daemon thread: the main thread mostly waits on replays."""
+    threading.Thread(target=load, name="spica-import", daemon=True).start()
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:
