@@ -48,7 +48,9 @@ api_up() { curl -sf --unix-socket "$socket" http://d/_ping >/dev/null 2>&1; }
 if ! api_up; then
   mkdir -p "$(dirname "$socket")"
   rm -f "$socket"
-  (setsid podman system service --time=0 "unix://$socket" >/var/log/spica-podman-api.log 2>&1 &)
+  # from /: a service started inside a checkout breaks (conmon: "Failed to get working directory")
+  # once that checkout is removed, as CI does with its clones
+  (cd / && setsid podman system service --time=0 "unix://$socket" >/var/log/spica-podman-api.log 2>&1 &)
   for _ in $(seq 60); do api_up && break; sleep 0.5; done
   api_up || { echo "podman.sh: Docker API did not come up on $socket" >&2; exit 1; }
 fi

@@ -180,8 +180,7 @@ def _search(
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
         meter = Progress(total=total, target=config.goal.objectives, enabled=progress)
         loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter)
-        if write:  # the studies are built: what only the end needs loads while the replays run
-            _load_in_background(_results_writer)
+        warm_up = _load_in_background(_results_writer) if write else None  # while the replays run
         try:
             ledger = loop.run()
         finally:
@@ -211,6 +210,8 @@ def _search(
         print(format_results(config, results, timings))
         if write:
             print(f"results: {folder}")
+    if warm_up is not None:
+        warm_up.join()
     return results
 
 
@@ -223,9 +224,13 @@ def _results_writer() -> None:
     profiler_modules()
 
 
-def _load_in_background(load: Callable[[], None]) -> None:
-    """Run an import-only warm-up in a daemon thread: the main thread mostly waits on replays."""
-    threading.Thread(target=load, name="spica-import", daemon=True).start()
+def _load_in_background(load: Callable[[], None]) -> threading.Thread:
+    """Run an import-only warm-up in a thread: the main thread mostly waits on replays. It is
+    joined before the search returns: a thread still importing C extensions while the
+    interpreter shuts down can abort the process instead of letting it exit with its code."""
+    thread = threading.Thread(target=load, name="spica-import", daemon=True)
+    thread.start()
+    return thread
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:

@@ -15,7 +15,7 @@ CONFIG = """\
 search_space: {model_name: Qwen/Qwen3-32B, hardware_sku: h200_sxm, gpu_budget: 2, context_length: 4096,
   deployment_mode: [agg], backend: [vllm], router_mode: [round_robin], planner_scaling_policy: [disabled],
   agg_max_num_seqs: [64], agg_max_num_batched_tokens: [8192]}
-workload: {isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 2}
+workload: {isl: 1024, osl: 512, concurrency: 8, num_request_ratio: 50}  # 400 requests: far longer than a 1 ms cap
 sweep: {max_rounds: 1, candidates_per_round: 2, parallel_evals: 1, max_eval_seconds: %s}
 """
 
