@@ -496,6 +496,7 @@ class SLATarget(_Frozen):
 SlaAggregate = Literal["mean", "median", "p75", "p90", "p95", "p99"]
 SLA_METRICS = {"ttft_ms": "ttft_ms", "itl_ms": "itl_ms", "e2e_ms": "e2e_latency_ms"}
 """Each SLA bound and the Replay summary metric it bounds (as `<aggregate>_<metric>`)."""
+_ANY_SLA_BOUND = f"an sla with at least one of {', '.join(SLA_METRICS)}"
 
 
 class OptimizationGoal(_Frozen):
@@ -531,9 +532,9 @@ class OptimizationGoal(_Frozen):
             if goal.needs_sla == "goodput" and not (self.sla is not None and self.sla.bounds_goodput):
                 raise ValueError(_needs_sla_text(what))
             if goal.needs_sla == "any" and not self.sla_bounds:
-                raise ValueError(f"{what} needs an sla with at least one of ttft_ms, itl_ms, e2e_ms")
+                raise ValueError(f"{what} needs {_ANY_SLA_BOUND}")
         if self.strict_sla and not self.sla_bounds:
-            raise ValueError("strict_sla needs an sla with at least one of ttft_ms, itl_ms, e2e_ms")
+            raise ValueError(f"strict_sla needs {_ANY_SLA_BOUND}")
         if self.min_goodput_rps is not None and not self.target_constrained:
             raise ValueError(f"min_goodput_rps is only allowed with target min_gpus (target is {self.target})")
         return self

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
+from spica.config.schema import SLA_METRICS
 from spica.deploy.versions import engine_versions, version_note
 from spica.goals import GOALS
 from spica.results.ledger import Candidate
@@ -112,6 +113,6 @@ def nothing_feasible(ledger: Sequence[Candidate]) -> str:
 def sla_note(config: SmartSearchConfig) -> str:
     """The SLA every shown candidate met, e.g. "SLA (mean): ttft_ms ≤ 2,000, itl_ms ≤ 50"."""
     goal = config.goal
-    bounds = ", ".join(f"{name} ≤ {getattr(goal.sla, name):,.6g}" for name in ("ttft_ms", "itl_ms", "e2e_ms") if getattr(goal.sla, name) is not None)
+    bounds = ", ".join(f"{name} ≤ {getattr(goal.sla, name):,.6g}" for name in SLA_METRICS if getattr(goal.sla, name) is not None)
     floor = f"; goodput ≥ {goal.min_goodput_rps:,.6g} req/s" if goal.min_goodput_rps is not None else ""
     return f"SLA ({goal.sla_aggregate}): {bounds}{floor} — candidates that missed it are infeasible (reason \"sla: ...\")"
