@@ -63,14 +63,30 @@ esac
 [[ $target == interpreter ]] ||
   image=$name:$( (echo "$recipe $target $planner_aic"; cat "${locks[@]}"; cd "$repo" && sources | xargs cat) | hash_of)
 
+# Every podman and network step has a bound, so a stuck engine or mirror fails the build with
+# its name instead of holding up whoever waits for it (CI has 90 minutes in all).
+bounded() {
+  local seconds=$1; shift
+  timeout "$seconds" "$@" && return 0
+  local code=$?
+  ((code == 124)) && echo "build-image.sh: '$*' did not finish in $seconds s" >&2
+  return $code
+}
+exists() {  # podman image exists, bounded: 0 yes, 1 no, anything else ends the build
+  local code=0
+  bounded 120 podman image exists "$1" || code=$?
+  ((code <= 1)) || exit 1
+  return $code
+}
+
 save() {
   [[ -n $export_to ]] || return 0
   echo "build-image.sh: exporting $image to $export_to" >&2
   mkdir -p "$(dirname "$export_to")"
   rm -f "$export_to"
-  podman save --quiet --format docker-archive -o "$export_to" "$image"
+  bounded 900 podman save --quiet --format docker-archive -o "$export_to" "$image"
 }
-if podman image exists "$image"; then
+if exists "$image"; then
   save
   echo "$image"
   exit 0
@@ -79,15 +95,15 @@ fi
 work=$(mktemp -d /var/tmp/spica-image.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-if ! podman image exists "$base"; then
+if ! exists "$base"; then
   mirror=$(apt-get indextargets --format '$(CODENAME) $(REPO_URI)' 2>/dev/null |
     awk -v c="$codename" '$1 == c {print $2; exit}' || true)
   [[ -n $mirror ]] || { echo "build-image.sh: no Debian mirror found in apt's sources" >&2; exit 1; }
   echo "build-image.sh: debootstrap $codename ($packages)" >&2
-  debootstrap --variant=minbase --include="$packages" "$codename" "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+  bounded 900 debootstrap --variant=minbase --include="$packages" "$codename" "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
     { tail -n 20 "$work/debootstrap.log" >&2; exit 1; }
   rm -rf "$work/rootfs"/var/cache/apt/archives/*.deb "$work/rootfs"/var/lib/apt/lists/*
-  tar -C "$work/rootfs" -c . | podman import --quiet - "$base" >/dev/null
+  tar -C "$work/rootfs" -c . | bounded 600 podman import --quiet - "$base" >/dev/null
 fi
 
 echo "build-image.sh: building $image ($target stage) from $base with the interpreter at $prefix" >&2
@@ -102,10 +118,10 @@ if [[ $target != interpreter ]] && ! ls "$wheelhouse"/*.whl >/dev/null 2>&1; the
 fi
 if [[ $target == planner ]] && ! ls "$wheelhouse"/aiconfigurator-$planner_aic-*.whl >/dev/null 2>&1; then
   echo "build-image.sh: fetching aiconfigurator $planner_aic into $wheelhouse" >&2
-  "$python" -m pip download --disable-pip-version-check --quiet --no-deps -d "$wheelhouse" "aiconfigurator==$planner_aic" >&2
+  bounded 300 "$python" -m pip download --disable-pip-version-check --quiet --no-deps -d "$wheelhouse" "aiconfigurator==$planner_aic" >&2
 fi
 started=$SECONDS
-podman build --quiet --network=none --target "$target" -v "$wheelhouse:/wheels:ro" -f "$repo/Dockerfile" \
+bounded 2400 podman build --quiet --network=none --target "$target" -v "$wheelhouse:/wheels:ro" -f "$repo/Dockerfile" \
   --build-arg BASE_IMAGE="$base" --build-arg PYTHON_PREFIX="$prefix" --build-arg PLANNER_AIC_VERSION="$planner_aic" \
   -t "$image" -t "$name:latest" "$work/context" >/dev/null
 echo "build-image.sh: built $image in $((SECONDS - started)) s ($(podman image inspect --format '{{.Size}}' "$image" | awk '{printf "%.2f GB", $1 / 1e9}'))" >&2

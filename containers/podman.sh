@@ -44,13 +44,42 @@ cgroup_manager = "cgroupfs"
 CONF
 fi
 
+# The store, probed with a bound before anything uses it: podman waits without end on a store
+# whose locks or runtime state another boot left (a machine image made from a used machine).
+store_conf=${CONTAINERS_STORAGE_CONF:-/etc/containers/storage.conf}
+store() { timeout 60 podman info --format '{{.Store.GraphDriverName}} {{.Store.GraphRoot}}' 2>&1; }
+if ! pgrep -f 'podman system service' >/dev/null && ! facts=$(store); then
+  $configure || { echo "podman.sh: podman did not answer in 60 s ($facts); try 'podman system reset'" >&2; exit 1; }
+  echo "podman.sh: podman did not answer in 60 s ($facts); resetting its store (CI)" >&2
+  timeout 300 podman system reset --force >/dev/null 2>&1 || rm -rf /var/lib/containers/storage /run/containers/storage /run/libpod
+fi
+facts=$(store) || { echo "podman.sh: podman did not answer in 60 s: $facts" >&2; exit 1; }
+# vfs (what podman falls back to where the kernel refuses overlay on the store's file system)
+# copies a whole image per layer and per container: Spica's 2.2 GB image then takes 25 GB and
+# 8.5 min to build and ~60 s to start (measured). Where podman picked it by itself, CI switches
+# the store to overlay through fuse-overlayfs, and back when that does not work either.
+if $configure && [[ ${facts%% *} == vfs && ! -e $store_conf && -e /dev/fuse ]] && ! pgrep -f 'podman system service' >/dev/null; then
+  command -v fuse-overlayfs >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse-overlayfs >/dev/null
+  printf '[storage]\ndriver = "overlay"\n\n[storage.options.overlay]\nmount_program = "%s"\n' \
+    "$(command -v fuse-overlayfs)" >"$store_conf"
+  timeout 300 podman system reset --force >/dev/null 2>&1 || true
+  if ! facts=$(store) || [[ ${facts%% *} != overlay ]]; then
+    rm -f "$store_conf"
+    timeout 300 podman system reset --force >/dev/null 2>&1 || true
+    facts=$(store) || { echo "podman.sh: podman did not answer in 60 s: $facts" >&2; exit 1; }
+  fi
+fi
+echo "podman.sh: store ${facts%% *} on ${facts#* } ($(df -h --output=avail "${facts#* }" 2>/dev/null | tail -n1 | tr -d ' ') free)" >&2
+
 api_up() { curl -sf --unix-socket "$socket" http://d/_ping >/dev/null 2>&1; }
 if ! api_up; then
   mkdir -p "$(dirname "$socket")"
   rm -f "$socket"
-  # from /: a service started inside a checkout breaks (conmon: "Failed to get working directory")
-  # once that checkout is removed, as CI does with its clones
-  (cd / && setsid podman system service --time=0 "unix://$socket" >/var/log/spica-podman-api.log 2>&1 &)
+  # From /: a service started inside a checkout breaks (conmon: "Failed to get working directory")
+  # once that checkout is removed, as CI does with its clones. The redirections are the
+  # subshell's and it execs the service: nothing left running holds this script's stdout, so a
+  # caller reading it (`$(podman.sh)`, as start-services.sh's caller does) gets its end.
+  (cd / && exec setsid podman system service --time=0 "unix://$socket") </dev/null >/var/log/spica-podman-api.log 2>&1 &
   for _ in $(seq 60); do api_up && break; sleep 0.5; done
   api_up || { echo "podman.sh: Docker API did not come up on $socket" >&2; exit 1; }
 fi

@@ -12,6 +12,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 python=${1:-$(dirname "$here")/.venv/bin/python}
 [[ -x $python ]] || { echo "start-services.sh: $python not found; run bin/setup first" >&2; exit 1; }
 
-bash "$here/slurm.sh"
-bash "$here/podman.sh"
-echo "export SPICA_CONTAINER_IMAGE=$(bash "$here/build-image.sh" "$python")"
+step() {  # one script, timed on stderr
+  local began=$SECONDS
+  bash "$here/$@"
+  echo "start-services.sh: $1 done in $((SECONDS - began)) s" >&2
+}
+step slurm.sh
+step podman.sh
+echo "export SPICA_CONTAINER_IMAGE=$(step build-image.sh "$python")"

@@ -38,3 +38,18 @@ def test_in_ci_or_when_asked_the_settings_go_to_a_drop_in(docker_host, how):
     _podman_sh(*(["--configure"] if how == "--configure" else []), ci=how == "CI=true")
     assert _state()[0] == main_before
     assert 'runtime = "runc"' in DROP_IN.read_text()
+
+
+def test_a_caller_reading_its_output_gets_the_end_of_it_when_it_starts_the_service(docker_host, tmp_path):
+    """.ci/run reads start-services.sh's stdout to its end (`services=$(...)`): the service
+    podman.sh starts (here on a socket of its own) must not hold that pipe open, or CI waits
+    forever right after "podman ... up" on a machine where no service ran yet."""
+    socket = tmp_path / "api.sock"
+    env = os.environ | {"SPICA_PODMAN_SOCKET": str(socket)}
+    try:
+        done = subprocess.run(["bash", str(REPO / "containers" / "podman.sh")], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == f"export DOCKER_HOST=unix://{socket}"
+    finally:
+        subprocess.run(["pkill", "-f", f"podman system service --time=0 unix://{socket}"], check=False)
