@@ -63,8 +63,9 @@ def make_executor(
     if container and container.engine not in entry.container_engines:
         hosts = " or ".join(repr(name) for name, other in EXECUTORS.items() if container.engine in other.container_engines)
         raise ValueError(f"container_engine={container.engine!r} needs cluster={hosts}")
-    spec = JobSpec(timeout_min, slurm_partition, container, cpus_per_task, mem_gb, job_name, max_num_timeout,
-                   signal_delay_s, array_parallelism)
+    spec = JobSpec(timeout_min=timeout_min, partition=slurm_partition, container=container, cpus_per_task=cpus_per_task,
+                   mem_gb=mem_gb, job_name=job_name, max_num_timeout=max_num_timeout, signal_delay_s=signal_delay_s,
+                   array_parallelism=array_parallelism)
     return entry.jobs(Path(folder), spec)
 
 
