@@ -21,7 +21,7 @@ from submitit.core.utils import FailedJobError, UncompletedJobError
 import yaml
 
 from runner.container import Container, ContainerEngine, ContainerMode, job_mounts
-from runner.executors import Cluster, make_executor
+from runner.executors import make_executor
 
 
 class PlanJobFailed(RuntimeError):
@@ -50,7 +50,7 @@ def submit_plan(
     plan_path: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     *,
-    cluster: Cluster = "local",
+    cluster: str = "local",
     slurm_partition: str | None = None,
     container_image: str | None = None,
     container_engine: ContainerEngine = "podman",
@@ -64,6 +64,8 @@ def submit_plan(
     folder: str | os.PathLike[str] | None = None,
 ) -> submitit.Job[str]:
     """Submit `run_plan_file(plan_path, out_dir)`; returns the submitit job.
+
+    cluster: where it runs, an executor of spica/executors.py (local, slurm).
 
     folder: submitit's job files and logs (default <out_dir>/submitit). In a container the job
     sees the plan file and its trace read-only, out_dir, folder and the search's caches

@@ -18,6 +18,7 @@ from tempfile import mkdtemp
 
 from runner.container import Container, job_mounts
 from runner.executors import make_executor
+from spica.executors import EXECUTORS
 
 
 def describe_environment() -> dict[str, str]:
@@ -65,7 +66,7 @@ def _status_field(name: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m runner.probe", description=__doc__.splitlines()[0])
-    parser.add_argument("--cluster", choices=["local", "slurm"], default="local")
+    parser.add_argument("--cluster", choices=list(EXECUTORS), default="local")
     parser.add_argument("--partition", default=None)
     parser.add_argument("--container-image", default=None)
     parser.add_argument("--container-engine", choices=["podman", "pyxis"], default="podman")

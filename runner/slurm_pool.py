@@ -89,9 +89,8 @@ class SlurmPool:
         self._executor = make_executor(
             job_folder, cluster="slurm", timeout_min=timeout_min, slurm_partition=slurm_partition,
             container=container, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
-            job_name="spica-eval", max_num_timeout=0,
+            job_name="spica-eval", max_num_timeout=0, array_parallelism=max_parallel,
         )
-        self._executor.update_parameters(array_parallelism=max_parallel)
         self._running: list[submitit.Job[Any]] = []
 
     def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]:

@@ -26,6 +26,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from spica.config import ConfigError, SmartSearchConfig
 from spica.errors import SearchError, UserError
+from spica.executors import EXECUTORS
 from spica.results.outcome import SearchResults
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
@@ -97,16 +98,12 @@ def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchCo
 
 
 def evaluation_pool(settings: EvaluationSettings, results_dir: str | None, trace_path: str | None = None) -> Any:
-    """None (Spica's local pool) or a SLURM pool: evaluations as job arrays on the cluster
-    (in a container, each one sees the trace it replays)."""
-    if settings.executor == "local":
+    """The chosen executor's pool, its job files under <results_dir>/<executor> (in a container,
+    each job sees the trace it replays); None: Spica's own process pool."""
+    entry = EXECUTORS[settings.executor]
+    if entry.pool is None:
         return None
-    from runner.slurm_pool import SlurmPool
-
-    folder = Path(results_dir or ".") / "slurm"
-    return SlurmPool(folder, slurm_partition=settings.slurm_partition, max_parallel=settings.max_parallel,
-                     container_image=settings.container_image, container_mode=settings.container_mode,
-                     mounts=(trace_path,) if trace_path else ())
+    return entry.pool(settings.executor_settings(), Path(results_dir or ".") / entry.name, (trace_path,) if trace_path else ())
 
 
 def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir: str | None) -> None:

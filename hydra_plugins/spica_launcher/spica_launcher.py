@@ -1,5 +1,5 @@
-"""Hydra launchers that run each job of a multirun inside one of Spica's images, on SLURM or
-local processes:
+"""Hydra launchers that run each job of a multirun inside one of Spica's images, one per
+executor of spica/executors.py (`spica_<name>`: SLURM or local processes):
 
     spica hydra/launcher=spica_slurm hydra.launcher.partition=debug -m workload=chat,summarize
     spica hydra/launcher=spica_local hydra.launcher.container_image=localhost/spica:TAG -m ...
@@ -23,11 +23,12 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
+from spica.executors import EXECUTORS
 
 
 @dataclass
 class ContainerLauncherConf:
-    """The options of hydra/launcher=spica_slurm and spica_local."""
+    """The options of hydra/launcher=spica_<executor>; array_parallelism: SLURM only."""
 
     _target_: str = "hydra_plugins.spica_launcher.spica_launcher.ContainerLauncher"
     cluster: str = "slurm"
@@ -69,9 +70,8 @@ class ContainerLauncher(BaseSubmititLauncher):
             folder, cluster=options["cluster"], timeout_min=options["timeout_min"],
             slurm_partition=options["partition"], container=container, cpus_per_task=options["cpus_per_task"],
             mem_gb=options["mem_gb"], job_name="spica-multirun", max_num_timeout=options["max_num_timeout"],
+            array_parallelism=options["array_parallelism"],
         )
-        if options["cluster"] == "slurm":
-            executor.update_parameters(array_parallelism=options["array_parallelism"])
         numbers = range(initial_job_idx, initial_job_idx + len(job_overrides))
         jobs = executor.map_array(
             self, [list(o) for o in job_overrides], ["hydra.sweep.dir"] * len(numbers), list(numbers),
@@ -80,6 +80,6 @@ class ContainerLauncher(BaseSubmititLauncher):
         return [job.result() for job in jobs]
 
 
-ConfigStore.instance().store(group="hydra/launcher", name="spica_slurm", node=ContainerLauncherConf(), provider="spica")
-ConfigStore.instance().store(group="hydra/launcher", name="spica_local", node=ContainerLauncherConf(cluster="local"),
-                             provider="spica")
+for _name in EXECUTORS:
+    ConfigStore.instance().store(group="hydra/launcher", name=f"spica_{_name}", node=ContainerLauncherConf(cluster=_name),
+                                 provider="spica")

@@ -11,21 +11,35 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model, model_validator
 
 from spica.config.errors import ConfigError, format_validation_error
-from spica.config.schema import LOAD_FIELDS, OptimizationGoal, PositiveInt, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
+from spica.config.schema import LOAD_FIELDS, OptimizationGoal, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
 from spica.deploy.settings import DeploySettings
+from spica.executors import EXECUTORS, NAMES, settings_fields
 
 
-class EvaluationSettings(_Frozen):
-    """Where candidate replays run; not part of a plan (it never changes a score)."""
+class _Evaluation(_Frozen):
+    """Where candidate replays run; not part of a plan (it never changes a score). `executor`
+    names a record of spica/executors.py; the other keys are every executor's own, flat."""
 
-    executor: Literal["local", "slurm"] = "local"
-    slurm_partition: str | None = None  # null: the cluster's default partition
-    max_parallel: PositiveInt = 16  # slurm: array tasks running at once
-    container_image: str | None = None  # slurm: run each evaluation inside this image (podman)
-    container_mode: Literal["self-contained", "shared-fs"] = "self-contained"  # shared-fs: mount the repo and venv
+    executor: str
+
+    @model_validator(mode="after")
+    def _checked_by_its_executor(self) -> _Evaluation:
+        self.executor_settings()  # the chosen executor's own rules, its errors under `evaluation.`
+        return self
+
+    def executor_settings(self) -> BaseModel:
+        """The chosen executor's keys, validated by its own settings model."""
+        model = EXECUTORS[self.executor].settings
+        return model.model_validate({name: getattr(self, name) for name in model.model_fields})
+
+
+EvaluationSettings = create_model(
+    "EvaluationSettings", __base__=_Evaluation, __module__=__name__,
+    executor=(Literal[NAMES], "local"), **settings_fields(),
+)
 
 
 class AppSettings(_Frozen):
