@@ -16,6 +16,8 @@ and annotations saying what was scored.
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
 import logging
 import math
 from contextlib import contextmanager
@@ -39,6 +41,7 @@ PLANNER_IMAGE = "dynamo-planner"
 FPM_PORT = "20380"  # dynamo.vllm.envs.DEFAULT_FORWARDPASS_METRIC_PORT; the three backends read it
 DEFAULT_GPUS_PER_NODE = 8
 GIB = 2**30
+log = logging.getLogger("spica.deploy")
 
 
 @contextmanager
@@ -64,6 +67,20 @@ def gpus_per_node(hardware_sku: str) -> int:
     except ImportError:
         return DEFAULT_GPUS_PER_NODE
     return int(load_system_spec(hardware_sku).get("node", {}).get("num_gpus_per_node", DEFAULT_GPUS_PER_NODE))
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_node_selector(hardware_sku: str) -> dict[str, str] | None:
+    """The node labels of a system's GPUs (the GPU product label NVIDIA's GPU operator sets), from AI
+    Configurator's hardware facts; None where it has none (or, older, no facts at all)."""
+    try:
+        from aiconfigurator.generator import facts
+        from aiconfigurator.generator.facts.request_resolution import hardware_key_for_system
+    except ImportError:
+        return None
+    profiles = yaml.safe_load((importlib.resources.files(facts) / "hardware.yaml").read_text()).get("profiles", {})
+    selector = profiles.get(hardware_key_for_system(hardware_sku), {}).get("node_selector")
+    return dict(selector) if selector else None
 
 
 def placement(gpus: int, per_node: int) -> tuple[int, int]:
@@ -104,6 +121,8 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
         f"{record.runtime_image}; image {settings.image(record.runtime_image)})",
         "spica/quantization": quant,  # what capacity and timing were scored with
         **({"spica/speculation": speculation} if nextn else {}),  # the acceptance is the model's and traffic's, not a flag
+        **({"spica/hardware": ", ".join(f"{p.role} {p.hardware_sku}" for p in candidate.view.pools)}
+           if candidate.view.mixed_hardware else {}),  # scored per role on these systems
     }
 
 
@@ -175,6 +194,11 @@ def dynamo_manifest(
             container.args = dgd.set_unique_argument_value(container.args, context_flag, str(workers[role].context_length))
         nodes = placements[role][1]
         component.multinode = dgd.MultinodeConfig(nodeCount=nodes) if nodes > 1 else None
+        if view.mixed_hardware:  # each pool on the GPUs it was scored on
+            selector = gpu_node_selector(pool.hardware_sku)
+            if selector is None:
+                log.warning("%s: no GPU node label known for %s; the %s pods are not pinned to it", name, pool.hardware_sku, role)
+            component.podTemplate.spec.nodeSelector = selector
         if planner is not None:
             container.env = dgd.set_unique_env_value(container.env, "DYN_FORWARDPASS_METRIC_PORT", FPM_PORT)
         if workers[role].host_blocks and record.kvbm_offload:
