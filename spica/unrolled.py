@@ -5,8 +5,8 @@ The flat dict stays the wire and ledger format (upstream's keys, content-address
 read this view instead of re-deriving the same facts (a role's key prefix, its GPUs per worker,
 its hardware) from the keys each time.
 
-A pool needs its shape (`tp`, `replicas`); every other field a record may lack (a ledger row
-written for a plot or a Planner check holds a few keys) is None or its neutral value (pp,
+A pool needs its `tp`; every other field a record may lack (a ledger row
+written for a plot or a Planner check holds a few keys) is None or its neutral value (pp, replicas,
 attention_dp, moe_tp, moe_ep: 1). An unrolled sample holds them all.
 """
 
@@ -74,7 +74,7 @@ class Pool:
             tp=int(unrolled[f"{shape}tp"]),
             **{key: int(unrolled.get(f"{shape}{key}", 1)) for key in ("pp", "attention_dp", "moe_tp", "moe_ep")},
             strategy=unrolled.get(f"{shape}strategy"),
-            replicas=int(unrolled[f"{shape}replicas"]),
+            replicas=int(unrolled.get(f"{shape}replicas", 1)),
             max_num_seqs=read("max_num_seqs", int),
             max_num_batched_tokens=read("max_num_batched_tokens", int),
             block_size=read("block_size", int),
