@@ -163,6 +163,7 @@ MAX_ENUMERATED_GPU_BUDGET = 1024
 """Measured here: enumerating a dense model's agg and disagg pools takes 12 s and 0.9 GB at
 1,024 GPUs and 46 s and 3.2 GB at 2,048; a pinned parallel_configs list needs no enumeration."""
 
+ROLE_HARDWARE = ("prefill", "decode")
 ADMISSION_THRESHOLDS = ("active_decode_blocks_threshold", "active_prefill_tokens_threshold", "active_prefill_tokens_threshold_frac")
 ENGINE_LIST_KNOBS = (
     "agg_max_num_batched_tokens", "prefill_max_num_batched_tokens", "decode_max_num_batched_tokens",
@@ -181,7 +182,10 @@ class SearchSpace(_Frozen):
     # Pinned
     model_name: str
     hardware_sku: str
+    prefill_hardware_sku: str | None = None  # disagg only: the prefill pool's system (null: hardware_sku)
+    decode_hardware_sku: str | None = None  # disagg only: the decode pool's system (null: hardware_sku)
     gpu_budget: PositiveInt = 32
+    gpu_budget_per_sku: dict[str, PositiveInt] | None = None  # Spica's own: GPUs of each system at most; gpu_budget stays the total
     min_gpu_budget: PositiveInt | None = None
     min_endpoint: PositiveInt | None = None
     context_length: PositiveInt | None = None
@@ -261,6 +265,7 @@ class SearchSpace(_Frozen):
                 f"gpu_budget: {self.gpu_budget} is above the {MAX_ENUMERATED_GPU_BUDGET} GPUs Spica enumerates "
                 "(disagg pools pair up with the square of the budget); search a smaller budget or pin parallel_configs"
             )
+        self._role_hardware_rules()
         if self.min_endpoint is not None and self.min_endpoint > self.gpu_budget:
             raise ValueError(f"min_endpoint ({self.min_endpoint}) must be <= gpu_budget ({self.gpu_budget}): each endpoint needs a GPU")
         if self.offload_enabled and self.kv_bytes_per_token is None:
@@ -306,6 +311,36 @@ class SearchSpace(_Frozen):
         if thresholds:
             log.warning("%s: has no effect under round_robin and is not deployed", ", ".join(thresholds))
         return self
+
+    def _role_hardware_rules(self) -> None:
+        """Per-role systems only where each role is a pool of its own (disagg), and per-system
+        budgets only for systems the search uses, within the total."""
+        for role in ROLE_HARDWARE:
+            if getattr(self, f"{role}_hardware_sku") is not None and self.deployment_mode != ["disagg"]:
+                raise ValueError(
+                    f"{role}_hardware_sku: per-role hardware needs disagg pools only (deployment_mode: [disagg]); "
+                    f"deployment_mode is {', '.join(self.deployment_mode)}, whose agg workers run on hardware_sku"
+                )
+        if not self.gpu_budget_per_sku:
+            return
+        used = self.hardware_skus
+        for sku in self.gpu_budget_per_sku:
+            if sku not in used:
+                raise ValueError(f"gpu_budget_per_sku: {sku!r} is not a system this search uses ({', '.join(used)})")
+        total = sum(self.gpu_budget_per_sku.values())
+        if total > self.gpu_budget:
+            shares = " + ".join(str(value) for value in self.gpu_budget_per_sku.values())
+            raise ValueError(f"gpu_budget_per_sku: {shares} = {total} GPUs exceed gpu_budget {self.gpu_budget} (the total)")
+
+    def role_hardware_skus(self) -> dict[str, str]:
+        """The system each disagg role runs on (agg workers run on hardware_sku)."""
+        return {role: getattr(self, f"{role}_hardware_sku") or self.hardware_sku for role in ROLE_HARDWARE}
+
+    @property
+    def hardware_skus(self) -> tuple[str, ...]:
+        """Every system a candidate of this search can run on, each once."""
+        roles = self.role_hardware_skus().values() if self.deployment_mode == ["disagg"] else ()
+        return tuple(dict.fromkeys((*roles,) or (self.hardware_sku,)))
 
     @property
     def offload_enabled(self) -> bool:

@@ -1,5 +1,5 @@
-"""What every pod's command line is built from: the worker pool and worker records read from the
-flat candidate, the CLI-word helper, vLLM's KV transfer config, and the frontend's router flags.
+"""What every pod's command line is built from: the candidate's pool record (spica/unrolled.py) and
+the worker record read beside it, the CLI-word helper, vLLM's KV transfer config, and the frontend's router flags.
 Each backend's own worker flags are its registry entry's builder (`spica.backends`).
 
 The model flags (`--model` / `--model-path`, `--served-model-name`) are not here: Dynamo's
@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Iterable, Mapping
+
+from spica.unrolled import Pool, Unrolled
 
 SGLANG_BOOTSTRAP_PORT = 12345  # dynamo/profiler/templates/dgd/sglang/disagg.yaml
 KVBM = {"kv_connector": "DynamoConnector", "kv_connector_module_path": "kvbm.vllm_integration.connector", "kv_role": "kv_both"}
@@ -45,51 +47,6 @@ def profiler_modules() -> tuple[ModuleType, ModuleType]:
 
 
 @dataclass(frozen=True)
-class Pool:
-    """One worker pool ("agg", "prefill" or "decode") read from the flat candidate dict."""
-
-    role: str
-    tp: int
-    pp: int
-    attention_dp: int
-    moe_tp: int
-    moe_ep: int
-    replicas: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    block_size: int
-    gpu_memory_utilization: float
-    prefix_caching: bool
-    num_gpu_blocks: int
-
-    @classmethod
-    def of(cls, unrolled: Mapping[str, Any], role: str) -> "Pool":
-        shape = "" if role == "agg" else f"{role}_"
-        return cls(
-            role=role,
-            **{key: int(unrolled[f"{shape}{key}"]) for key in ("tp", "pp", "attention_dp", "moe_tp", "moe_ep", "replicas")},
-            max_num_seqs=int(unrolled[f"{role}_max_num_seqs"]),
-            max_num_batched_tokens=int(unrolled[f"{role}_max_num_batched_tokens"]),
-            block_size=int(unrolled[f"{role}_block_size"]),
-            gpu_memory_utilization=float(unrolled[f"{role}_gpu_memory_utilization"]),
-            prefix_caching=bool(unrolled[f"{role}_enable_prefix_caching"]),
-            num_gpu_blocks=int(unrolled[f"{role}_num_gpu_blocks"]),
-        )
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp * self.attention_dp
-
-    @property
-    def disaggregated(self) -> bool:
-        return self.role != "agg"
-
-    @property
-    def moe(self) -> bool:
-        return self.moe_tp * self.moe_ep > 1
-
-
-@dataclass(frozen=True)
 class Worker:
     """What every backend needs beyond the pool: context, speculation, router, offload, placement."""
 
@@ -101,15 +58,12 @@ class Worker:
     kv_cache_dtype: str | None  # the engine's own spelling of kvcache_quant_mode; None: its default
 
     @classmethod
-    def of(
-        cls, unrolled: Mapping[str, Any], pool: Pool, engine_id: str | None = None, kv_cache_dtype: str | None = None
-    ) -> "Worker":
-        context = unrolled.get("context_length")
+    def of(cls, view: Unrolled, pool: Pool, engine_id: str | None = None, kv_cache_dtype: str | None = None) -> "Worker":
         return cls(
-            context_length=None if context is None else int(context),
-            nextn=int(unrolled.get("aic_nextn") or 0),
-            kv_events=unrolled["router_mode"] == "kv_router" and pool.prefix_caching,
-            host_blocks=int(unrolled.get("num_g2_blocks") or 0) if pool.prefix_caching else 0,
+            context_length=view.context_length,
+            nextn=view.nextn,
+            kv_events=view.router.mode == "kv_router" and bool(pool.prefix_caching),
+            host_blocks=view.num_g2_blocks if pool.prefix_caching else 0,
             engine_id=engine_id,
             kv_cache_dtype=kv_cache_dtype,
         )

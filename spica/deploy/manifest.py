@@ -16,6 +16,8 @@ and annotations saying what was scored.
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
 import logging
 import math
 from contextlib import contextmanager
@@ -31,14 +33,15 @@ from spica.planner.config import SlaLike, planner_config
 from spica.quant import QUANT_NAMES
 from spica.space.capacity import checkpoint_quant_modes
 from spica.results.ledger import Candidate
+from spica.unrolled import Pool, Unrolled
 
 MODES = ("agg", "disagg")
-ROLES = {"agg": ("agg",), "disagg": ("prefill", "decode")}
 COMPONENT_TYPES = {"agg": "worker", "prefill": "prefill", "decode": "decode"}
 PLANNER_IMAGE = "dynamo-planner"
 FPM_PORT = "20380"  # dynamo.vllm.envs.DEFAULT_FORWARDPASS_METRIC_PORT; the three backends read it
 DEFAULT_GPUS_PER_NODE = 8
 GIB = 2**30
+log = logging.getLogger("spica.deploy")
 
 
 @contextmanager
@@ -66,6 +69,20 @@ def gpus_per_node(hardware_sku: str) -> int:
     return int(load_system_spec(hardware_sku).get("node", {}).get("num_gpus_per_node", DEFAULT_GPUS_PER_NODE))
 
 
+@functools.lru_cache(maxsize=None)
+def gpu_node_selector(hardware_sku: str) -> dict[str, str] | None:
+    """The node labels of a system's GPUs (the GPU product label NVIDIA's GPU operator sets), from AI
+    Configurator's hardware facts; None where it has none (or, older, no facts at all)."""
+    try:
+        from aiconfigurator.generator import facts
+        from aiconfigurator.generator.facts.request_resolution import hardware_key_for_system
+    except ImportError:
+        return None
+    profiles = yaml.safe_load((importlib.resources.files(facts) / "hardware.yaml").read_text()).get("profiles", {})
+    selector = profiles.get(hardware_key_for_system(hardware_sku), {}).get("node_selector")
+    return dict(selector) if selector else None
+
+
 def placement(gpus: int, per_node: int) -> tuple[int, int]:
     """(GPUs per pod, nodes): a worker wider than a node spans equal pods, one per node."""
     if gpus <= per_node:
@@ -76,11 +93,11 @@ def placement(gpus: int, per_node: int) -> tuple[int, int]:
     return gpus // nodes, nodes
 
 
-def host_offload_bytes(unrolled: Mapping[str, Any], pool: flags.Pool, worker: flags.Worker) -> int:
+def host_offload_bytes(view: Unrolled, pool: Pool, worker: flags.Worker) -> int:
     """Host (G2) KV bytes one worker pins: blocks per DP rank × tokens per block × bytes per token × ranks."""
     if not worker.host_blocks:
         return 0
-    return worker.host_blocks * pool.block_size * int(unrolled["kv_bytes_per_token"]) * pool.attention_dp
+    return worker.host_blocks * pool.block_size * int(view.flat["kv_bytes_per_token"]) * pool.attention_dp
 
 
 def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[str, str]:
@@ -104,6 +121,8 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
         f"{record.runtime_image}; image {settings.image(record.runtime_image)})",
         "spica/quantization": quant,  # what capacity and timing were scored with
         **({"spica/speculation": speculation} if nextn else {}),  # the acceptance is the model's and traffic's, not a flag
+        **({"spica/hardware": ", ".join(f"{p.role} {p.hardware_sku}" for p in candidate.view.pools)}
+           if candidate.view.mixed_hardware else {}),  # scored per role on these systems
     }
 
 
@@ -124,22 +143,22 @@ def dynamo_manifest(
     record = backends.backend(backend)
     if mode not in MODES:
         raise ValueError(f"deployment_mode: {mode!r} is not one of {', '.join(MODES)}")
+    view = candidate.view
     settings = deploy_settings(settings)
     name = name or f"spica-{mode}-{backend}-{candidate.key[:8].lower()}"
     problem = k8s_name_problem(name)
     if problem:
         raise ValueError(f"name: {problem}")
-    planner = planner_config(u, sla, "kubernetes")
-    per_node = gpus_per_node(u["hardware_sku"])
-    pools = {role: flags.Pool.of(u, role) for role in ROLES[mode]}
-    placements = {role: placement(pool.gpus, per_node) for role, pool in pools.items()}
+    planner = planner_config(view, sla, "kubernetes")
+    pools = {pool.role: pool for pool in view.pools}
+    placements = {role: placement(pool.gpus, gpus_per_node(pool.hardware_sku)) for role, pool in pools.items()}
     # unset: the checkpoint's mode as AI Configurator sized the KV cache with it (an FP8 checkpoint's
     # fp8), which the engines' own default ("auto": the model's dtype) would not run
     kv_mode = u.get("kvcache_quant_mode") or checkpoint_quant_modes(u["model_name"], backend)["kvcache_quant_mode"]
     kv_cache_dtype = record.kv_cache_dtypes.get(kv_mode)
     workers = {
         role: flags.Worker.of(
-            u, pool, kv_cache_dtype=kv_cache_dtype,
+            view, pool, kv_cache_dtype=kv_cache_dtype,
             engine_id=f"{name}-{role}" if record.nixl_engine_id and pool.disaggregated and placements[role][1] > 1 else None,
         )
         for role, pool in pools.items()
@@ -149,8 +168,8 @@ def dynamo_manifest(
 
     config_modifiers, dgd = flags.profiler_modules()
     workers_kwargs: dict[str, Any] = {}
-    for role in ROLES[mode]:
-        workers_kwargs.update({f"{role}_cli_args": args[role], f"{role}_replicas": pools[role].replicas, f"{role}_gpus": placements[role][0]})
+    for role, pool in pools.items():
+        workers_kwargs.update({f"{role}_cli_args": args[role], f"{role}_replicas": pool.replicas, f"{role}_gpus": placements[role][0]})
     cache = settings.model_cache_pvc
     with _quiet_profiler():
         built = config_modifiers.CONFIG_MODIFIERS[backend].build_dgd_config(
@@ -175,11 +194,16 @@ def dynamo_manifest(
             container.args = dgd.set_unique_argument_value(container.args, context_flag, str(workers[role].context_length))
         nodes = placements[role][1]
         component.multinode = dgd.MultinodeConfig(nodeCount=nodes) if nodes > 1 else None
+        if view.mixed_hardware:  # each pool on the GPUs it was scored on
+            selector = gpu_node_selector(pool.hardware_sku)
+            if selector is None:
+                log.warning("%s: no GPU node label known for %s; the %s pods are not pinned to it", name, pool.hardware_sku, role)
+            component.podTemplate.spec.nodeSelector = selector
         if planner is not None:
             container.env = dgd.set_unique_env_value(container.env, "DYN_FORWARDPASS_METRIC_PORT", FPM_PORT)
         if workers[role].host_blocks and record.kvbm_offload:
             container.env = dgd.set_unique_env_value(container.env, "DYN_KVBM_CPU_CACHE_OVERRIDE_NUM_BLOCKS", str(workers[role].host_blocks))
-        offload = host_offload_bytes(u, pool, workers[role]) / nodes
+        offload = host_offload_bytes(view, pool, workers[role]) / nodes
         if settings.worker_memory_gib is not None or offload:
             memory = math.ceil((settings.worker_memory_gib or 0) + offload / GIB)
             container.resources = dict(container.resources or {})

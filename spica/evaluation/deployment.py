@@ -14,7 +14,8 @@ Mapping notes (ai-dynamo 1.6.1 mocker schema; unknown keys are rejected there):
   pair get the transfer bandwidth. The offload batch size has no mocker field and is not modeled.
 - Speculative decoding: AIS prices a step with `aic_nextn` drafts; the mocker samples how many
   are accepted, at the rates `nextn_accepted` implies (`accept_rates`) or at its own default.
-- Timing is AIS for every role. The call records it as direct AIS; `run_replay` swaps in the
+- Timing is AIS for every role, on the role's own GPU (`{role}_hardware_sku` in a mixed-hardware
+  disagg candidate). The call records it as direct AIS; `run_replay` swaps in the
   cached table in mode "table" (see `spica.evaluation.timing`).
 """
 
@@ -27,19 +28,10 @@ from typing import Any, Literal, Mapping
 
 from spica import backends
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
-from spica.quant import QUANT_NAMES
 from spica.planner.config import SlaLike
+from spica.unrolled import WORKER_TYPES, Unrolled
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
-WORKER_TYPES = {"agg": "aggregated", "prefill": "prefill", "decode": "decode"}
-ROUTER_KNOBS = (
-    "overlap_score_credit",
-    "prefill_load_scale",
-    "router_temperature",
-    "host_cache_hit_weight",
-    "disk_cache_hit_weight",
-    "router_queue_threshold",
-)
 
 
 @dataclass(frozen=True)
@@ -129,76 +121,70 @@ class ReplayCall:
 
 
 def build_replay_call(
-    unrolled: Mapping[str, Any],
+    unrolled: Unrolled | Mapping[str, Any],
     workload: WorkloadSpec,
     sla: SlaLike | None = None,
     timing: TimingMode = "table",
     planner_config: Mapping[str, Any] | None = None,
 ) -> ReplayCall:
     """The Replay call that scores `unrolled` on `workload` (pure: no Dynamo import, no I/O)."""
-    mode = unrolled["deployment_mode"]
-    if mode == "agg":
+    view = Unrolled.of(unrolled)
+    if view.mode == "agg":
         kwargs: dict[str, Any] = {
-            "extra_engine_args": engine_args(unrolled, "agg"),
-            "num_workers": int(unrolled["replicas"]),
-        }
-    elif mode == "disagg":
-        kwargs = {
-            "prefill_engine_args": engine_args(unrolled, "prefill"),
-            "decode_engine_args": engine_args(unrolled, "decode"),
-            "num_prefill_workers": int(unrolled["prefill_replicas"]),
-            "num_decode_workers": int(unrolled["decode_replicas"]),
+            "extra_engine_args": engine_args(view, "agg"),
+            "num_workers": view.pool("agg").replicas,
         }
     else:
-        raise ValueError(f"mode: {mode!r} is not one of agg, disagg")
-    kwargs.update(_router_kwargs(unrolled))
+        kwargs = {
+            "prefill_engine_args": engine_args(view, "prefill"),
+            "decode_engine_args": engine_args(view, "decode"),
+            "num_prefill_workers": view.pool("prefill").replicas,
+            "num_decode_workers": view.pool("decode").replicas,
+        }
+    kwargs.update(_router_kwargs(view))
     kwargs.update(_sla_kwargs(sla))
     if planner_config is not None:
         kwargs["planner_config"] = dict(planner_config)
         # With table timing the engines carry no AIS identity; the Planner bootstraps its
         # throughput regression from this metadata instead.
         kwargs["performance_model_metadata"] = {
-            WORKER_TYPES[role]: {"provider": "ais", "config": ais_perf_config(unrolled, role)}
-            for role in _roles(mode)
+            pool.worker_type: {"provider": "ais", "config": ais_perf_config(view, pool.role)} for pool in view.pools
         }
-    function, args, traffic = _workload_call(workload, unrolled.get("concurrency"))
+    function, args, traffic = _workload_call(workload, view.concurrency)
     kwargs.update(traffic)
     return ReplayCall(function=function, args=args, kwargs=kwargs, timing=timing)
 
 
-def engine_args(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
+def engine_args(unrolled: Unrolled | Mapping[str, Any], role: str) -> dict[str, Any]:
     """Mocker engine args for one role ("agg", "prefill" or "decode")."""
-    shape = _shape_prefix(unrolled, role)
-    knob = f"{role}_"
-    dp = int(unrolled[f"{shape}attention_dp"])
-    max_batched_tokens = int(unrolled[f"{knob}max_num_batched_tokens"])
-    prefix_caching = bool(unrolled[f"{knob}enable_prefix_caching"])
-    record = backends.backend(unrolled["backend"])
+    view = Unrolled.of(unrolled)
+    pool = view.pool(role)
+    record = backends.backend(view.backend)
     engine: dict[str, Any] = {
         "backend": record.ais_name,
-        "worker_type": WORKER_TYPES[role],
-        "num_gpu_blocks": int(unrolled[f"{knob}num_gpu_blocks"]) // dp,
-        "block_size": int(unrolled[f"{knob}block_size"]),
-        "max_num_seqs": int(unrolled[f"{knob}max_num_seqs"]),
-        "max_num_batched_tokens": max_batched_tokens,
-        "enable_prefix_caching": prefix_caching,
-        "timing_model": ais_timing_model(ais_perf_config(unrolled, role)),
+        "worker_type": pool.worker_type,
+        "num_gpu_blocks": pool.num_gpu_blocks // pool.attention_dp,
+        "block_size": pool.block_size,
+        "max_num_seqs": pool.max_num_seqs,
+        "max_num_batched_tokens": pool.max_num_batched_tokens,
+        "enable_prefix_caching": pool.prefix_caching,
+        "timing_model": ais_timing_model(ais_perf_config(view, role)),
     }
-    engine.update(record.replay_engine(max_batched_tokens))
-    if int(unrolled.get("aic_nextn") or 0) > 0:
-        engine["aic_nextn"] = int(unrolled["aic_nextn"])
-        if unrolled.get("nextn_accepted") is not None:
-            rates = accept_rates(int(unrolled["aic_nextn"]), float(unrolled["nextn_accepted"]))
+    engine.update(record.replay_engine(pool.max_num_batched_tokens))
+    if view.nextn > 0:
+        engine["aic_nextn"] = view.nextn
+        if view.nextn_accepted is not None:
+            rates = accept_rates(view.nextn, view.nextn_accepted)
             engine["aic_nextn_accept_rates"] = ",".join(f"{rate:.6f}" for rate in rates)
-    if role != "agg" and unrolled.get("kv_transfer_bandwidth_gbps") is not None:
-        engine["kv_transfer_bandwidth"] = float(unrolled["kv_transfer_bandwidth_gbps"])
-        engine["kv_transfer_bytes_per_token"] = int(unrolled["kv_bytes_per_token"])
-    if int(unrolled.get("num_g2_blocks", 0)) > 0 and prefix_caching:
-        engine["native_host_offload"] = _host_offload(unrolled)
-        engine["kv_cache_bytes_per_token"] = int(unrolled["kv_bytes_per_token"])
-    args: dict[str, Any] = {"tensor_parallel_size": int(unrolled[f"{shape}tp"]), "dp_size": dp, "engine": engine}
-    if unrolled.get("startup_time") is not None:
-        args["startup_time"] = float(unrolled["startup_time"])
+    if pool.disaggregated and view.kv_transfer_bandwidth_gbps is not None:
+        engine["kv_transfer_bandwidth"] = view.kv_transfer_bandwidth_gbps
+        engine["kv_transfer_bytes_per_token"] = int(view.flat["kv_bytes_per_token"])
+    if view.num_g2_blocks > 0 and pool.prefix_caching:
+        engine["native_host_offload"] = _host_offload(view.flat)
+        engine["kv_cache_bytes_per_token"] = int(view.flat["kv_bytes_per_token"])
+    args: dict[str, Any] = {"tensor_parallel_size": pool.tp, "dp_size": pool.attention_dp, "engine": engine}
+    if view.startup_time is not None:
+        args["startup_time"] = view.startup_time
     return args
 
 
@@ -215,39 +201,27 @@ def accept_rates(nextn: int, accepted: float) -> list[float]:
     return [(low + high) / 2] * nextn
 
 
-def ais_perf_config(unrolled: Mapping[str, Any], role: str) -> dict[str, Any]:
-    """AIS identity of one role's engine: model, GPU, backend (+version), shape, worker type, quant modes."""
-    shape = _shape_prefix(unrolled, role)
+def ais_perf_config(unrolled: Unrolled | Mapping[str, Any], role: str) -> dict[str, Any]:
+    """AIS identity of one role's engine: model, the role's GPU, backend (+version), shape, worker type, quant modes."""
+    view = Unrolled.of(unrolled)
+    pool = view.pool(role)
     config: dict[str, Any] = {
-        "model": unrolled["model_name"],
-        "system": unrolled["hardware_sku"],
-        "backend": backends.backend(unrolled["backend"]).ais_name,
-        "backend_version": unrolled["backend_version"],
-        "worker_type": WORKER_TYPES[role],
-        "tp": int(unrolled[f"{shape}tp"]),
-        "pp": int(unrolled[f"{shape}pp"]),
-        "attention_dp": int(unrolled[f"{shape}attention_dp"]),
-        "kv_block_size": int(unrolled[f"{role}_block_size"]),
+        "model": view.flat["model_name"],
+        "system": pool.hardware_sku,
+        "backend": backends.backend(view.backend).ais_name,
+        "backend_version": view.flat["backend_version"],
+        "worker_type": pool.worker_type,
+        "tp": pool.tp,
+        "pp": pool.pp,
+        "attention_dp": pool.attention_dp,
+        "kv_block_size": pool.block_size,
     }
-    moe_tp, moe_ep = int(unrolled.get(f"{shape}moe_tp", 1)), int(unrolled.get(f"{shape}moe_ep", 1))
-    if moe_tp * moe_ep > 1:  # AIS rejects MoE controls on dense models; 1×1 is its default anyway
-        config["moe_tp_size"], config["moe_ep_size"] = moe_tp, moe_ep
-    if int(unrolled.get("aic_nextn") or 0) > 0:
-        config["nextn"] = int(unrolled["aic_nextn"])
-    config.update({name: unrolled[name] for name in QUANT_NAMES if unrolled.get(name) is not None})
+    if pool.moe:  # AIS rejects MoE controls on dense models; 1×1 is its default anyway
+        config["moe_tp_size"], config["moe_ep_size"] = pool.moe_tp, pool.moe_ep
+    if view.nextn > 0:
+        config["nextn"] = view.nextn
+    config.update(view.quant)
     return config
-
-
-def _shape_prefix(unrolled: Mapping[str, Any], role: str) -> str:
-    if role not in WORKER_TYPES:
-        raise ValueError(f"role: {role!r} is not one of {', '.join(WORKER_TYPES)}")
-    if (role == "agg") != (unrolled["deployment_mode"] == "agg"):
-        raise ValueError(f"role {role!r} does not exist in a {unrolled['deployment_mode']} candidate")
-    return "" if role == "agg" else f"{role}_"
-
-
-def _roles(mode: str) -> tuple[str, ...]:
-    return ("agg",) if mode == "agg" else ("prefill", "decode")
 
 
 def _host_offload(unrolled: Mapping[str, Any]) -> dict[str, Any]:
@@ -259,11 +233,10 @@ def _host_offload(unrolled: Mapping[str, Any]) -> dict[str, Any]:
     return offload
 
 
-def _router_kwargs(unrolled: Mapping[str, Any]) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"router_mode": unrolled["router_mode"]}
-    knobs = {name: float(unrolled[name]) for name in ROUTER_KNOBS if unrolled.get(name) is not None}
-    if knobs:
-        kwargs["router_config"] = knobs
+def _router_kwargs(view: Unrolled) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"router_mode": view.router.mode}
+    if view.router.knobs:
+        kwargs["router_config"] = dict(view.router.knobs)
     return kwargs
 
 

@@ -17,6 +17,7 @@ from spica.evaluation import score
 from spica.evaluation.deployment import WorkloadSpec, build_replay_call
 from spica.evaluation.replay import run_replay
 from spica.planner.config import PlannerConfigError, planner_config
+from spica.unrolled import Unrolled
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,9 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
         )
         return Evaluation("infeasible", reason, seconds=time.perf_counter() - started)
     try:
-        planner = planner_config(unrolled, config.goal.sla)
-        call = build_replay_call(unrolled, _spec_for(config, unrolled), config.goal.sla, sweep.timing, planner)
+        view = Unrolled.of(unrolled)  # read once for the Planner's config and the Replay call
+        planner = planner_config(view, config.goal.sla)
+        call = build_replay_call(view, _spec_for(config, unrolled), config.goal.sla, sweep.timing, planner)
     except PlannerConfigError as exc:
         return Evaluation("failed", f"planner_config: {exc}", seconds=time.perf_counter() - started)
     except (ValueError, KeyError) as exc:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, Protocol
 
 from spica.config.presets import PREDICTOR_FAMILY_FIELDS
+from spica.unrolled import Unrolled
 
 if TYPE_CHECKING:
     from dynamo.planner.config.planner_config import PlannerConfig
@@ -147,21 +148,18 @@ def unroll_planner_fields(
     return out
 
 
-def _gpus_per_worker(unrolled: Mapping[str, Any], prefix: str) -> int:
-    return int(unrolled[f"{prefix}tp"]) * int(unrolled.get(f"{prefix}pp", 1)) * int(unrolled.get(f"{prefix}attention_dp", 1))
-
-
-def _ais_perf_model(unrolled: Mapping[str, Any]) -> dict[str, Any]:
+def _ais_perf_model(view: Unrolled) -> dict[str, Any]:
     """The AIS identity of each role's engine, the one Replay times it with (and seeds the replayed
     Planner from): without it a deployed Planner would start with no performance model."""
     # Imported here: spica.evaluation.deployment imports this module for SlaLike.
-    from spica.evaluation.deployment import WORKER_TYPES, ais_perf_config
+    from spica.evaluation.deployment import ais_perf_config
 
-    roles = ("agg",) if unrolled["deployment_mode"] == "agg" else ("prefill", "decode")
-    return {"roles": {WORKER_TYPES[role]: ais_perf_config(unrolled, role) for role in roles}}
+    return {"roles": {pool.worker_type: ais_perf_config(view, pool.role) for pool in view.pools}}
 
 
-def planner_config(unrolled: Mapping[str, Any], sla: SlaLike | None = None, runtime: Runtime = "replay") -> dict[str, Any] | None:
+def planner_config(
+    unrolled: Unrolled | Mapping[str, Any], sla: SlaLike | None = None, runtime: Runtime = "replay"
+) -> dict[str, Any] | None:
     """The Planner's config for an unrolled candidate; None when both scalings are off.
 
     One builder for both places a Planner runs, so the cluster runs the Planner that was scored:
@@ -174,37 +172,32 @@ def planner_config(unrolled: Mapping[str, Any], sla: SlaLike | None = None, runt
     """
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime: {runtime!r} is not one of {', '.join(RUNTIMES)}")
-    throughput = bool(unrolled.get("enable_throughput_scaling", False))
-    load = bool(unrolled.get("enable_load_scaling", False))
-    if not (throughput or load):
+    view = Unrolled.of(unrolled)
+    flat, planner = view.flat, view.planner
+    if not planner.enabled:
         return None
-    target = unrolled["planner_optimization_target"]
-    if throughput and target != "sla":
+    target = flat["planner_optimization_target"]
+    if planner.throughput and target != "sla":
         raise PlannerConfigError(
-            f"planner_scaling_policy {unrolled.get('planner_scaling_policy')}: throughput scaling needs "
+            f"planner_scaling_policy {planner.policy}: throughput scaling needs "
             f"planner target 'sla' (a goodput goal), got {target!r}"
         )
-    mode = unrolled["deployment_mode"]
     payload: dict[str, Any] = {
-        "mode": mode,
-        "backend": unrolled["backend"],
-        "model_name": unrolled["model_name"],
+        "mode": view.mode,
+        "backend": view.backend,
+        "model_name": flat["model_name"],
         "optimization_target": target,
-        "enable_throughput_scaling": throughput,
-        "enable_load_scaling": load,
-        **{key: unrolled[key] for key in PASSED_THROUGH if key in unrolled},
-        "max_gpu_budget": int(unrolled["gpu_budget"]),
-        **{key: int(unrolled[key]) for key in ("min_gpu_budget", "min_endpoint") if unrolled.get(key) is not None},
-        "ais_perf_model": _ais_perf_model(unrolled),
+        "enable_throughput_scaling": planner.throughput,
+        "enable_load_scaling": planner.load,
+        **{key: flat[key] for key in PASSED_THROUGH if key in flat},
+        "max_gpu_budget": int(flat["gpu_budget"]),
+        **{key: int(flat[key]) for key in ("min_gpu_budget", "min_endpoint") if flat.get(key) is not None},
+        "ais_perf_model": _ais_perf_model(view),
     }
-    if mode == "agg":
-        payload["decode_engine_num_gpu"] = _gpus_per_worker(unrolled, "")
-    else:
-        payload["prefill_engine_num_gpu"] = _gpus_per_worker(unrolled, "prefill_")
-        payload["decode_engine_num_gpu"] = _gpus_per_worker(unrolled, "decode_")
-    nextn = int(unrolled.get("aic_nextn") or 0)
-    if nextn > 0:
-        payload["speculative_nextn"] = nextn
+    for pool in view.pools:  # an agg worker is priced as the Planner's decode engine
+        payload[f"{'decode' if pool.role == 'agg' else pool.role}_engine_num_gpu"] = pool.gpus
+    if view.nextn > 0:
+        payload["speculative_nextn"] = view.nextn
     if target == "sla":
         if sla is None or sla.ttft_ms is None or sla.itl_ms is None:
             raise PlannerConfigError("planner target 'sla' needs goal.sla.ttft_ms and goal.sla.itl_ms")

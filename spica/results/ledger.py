@@ -12,10 +12,12 @@ import json
 import logging
 import os
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from spica.config.errors import ConfigError
+from spica.unrolled import Unrolled
 
 log = logging.getLogger("spica.results")
 STATUSES = ("feasible", "infeasible", "failed", "unsupported")
@@ -74,6 +76,11 @@ class Candidate:
     def used_gpus(self) -> int:
         return int(self.unrolled.get("used_gpus", 0))
 
+    @cached_property
+    def view(self) -> Unrolled:
+        """The unrolled sample, typed (spica/unrolled.py); read once per candidate."""
+        return Unrolled.of(self.unrolled)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -82,17 +89,8 @@ class Candidate:
         return cls(**dict(data))
 
     def label(self) -> str:
-        """A short human description: mode, backend and shape."""
-        u = self.unrolled
-        if u.get("deployment_mode") == "disagg":
-            shape = f"P {u['prefill_replicas']}x{u['prefill_strategy']}{_gpus(u, 'prefill_')} + D {u['decode_replicas']}x{u['decode_strategy']}{_gpus(u, 'decode_')}"
-        else:
-            shape = f"{u.get('replicas')}x{u.get('strategy')}{_gpus(u, '')}"
-        return f"{u.get('deployment_mode')} {u.get('backend')} {shape}"
-
-
-def _gpus(unrolled: Mapping[str, Any], prefix: str) -> int:
-    return unrolled[f"{prefix}tp"] * unrolled[f"{prefix}pp"] * unrolled[f"{prefix}attention_dp"]
+        """A short human description: mode, backend and shape (and each role's GPU when they differ)."""
+        return self.view.label
 
 
 def ensure_results_folder(folder: Path) -> None:

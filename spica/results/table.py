@@ -26,14 +26,13 @@ def _cell(value: Any) -> str:
 
 
 def _knobs(candidate: Candidate) -> str:
-    u = candidate.unrolled
-    roles = ("prefill", "decode") if u["deployment_mode"] == "disagg" else ("agg",)
-    parts = [f"{role[0]}:seqs={u[f'{role}_max_num_seqs']},mbt={u[f'{role}_max_num_batched_tokens']}" for role in roles]
-    parts.append(u["router_mode"])
-    if u.get("planner_scaling_policy", "disabled") != "disabled":
-        parts.append(f"planner={u['planner_scaling_policy']}")
-    if "concurrency" in u:
-        parts.append(f"conc={u['concurrency']}")
+    view = candidate.view
+    parts = [f"{pool.role[0]}:seqs={pool.max_num_seqs},mbt={pool.max_num_batched_tokens}" for pool in view.pools]
+    parts.append(view.router.mode)
+    if (view.planner.policy or "disabled") != "disabled":
+        parts.append(f"planner={view.planner.policy}")
+    if view.concurrency is not None:
+        parts.append(f"conc={view.concurrency}")
     return " ".join(parts)
 
 

@@ -15,6 +15,9 @@ def space_request(config: SmartSearchConfig) -> SpaceRequest:
     return SpaceRequest(
         model_name=space.model_name,
         hardware_sku=space.hardware_sku,
+        prefill_hardware_sku=space.prefill_hardware_sku,
+        decode_hardware_sku=space.decode_hardware_sku,
+        gpu_budget_per_sku=dict(space.gpu_budget_per_sku or {}),
         backends=tuple(space.backend),
         modes=tuple(space.deployment_mode),
         gpu_budget=space.gpu_budget,

@@ -69,6 +69,10 @@ def unroll(
     out.update({name: getattr(space, name) for name in PINNED_FIELDS})
     if space.nextn_accepted is not None:  # absent otherwise: earlier candidates keep their keys
         out["nextn_accepted"] = space.nextn_accepted
+    if mode == "disagg" and (space.prefill_hardware_sku or space.decode_hardware_sku):  # likewise
+        out.update({f"{role}_hardware_sku": sku for role, sku in branch.role_skus.items()})
+    if space.gpu_budget_per_sku:
+        out["gpu_budget_per_sku"] = dict(space.gpu_budget_per_sku)
     out["context_length"] = branch.context_length
     out.update(parallel.unrolled(backend))
     out.update(_quant_fields(branch, backend, knobs))
@@ -97,7 +101,7 @@ def _quant_fields(branch: Branch, backend: str, knobs: Mapping[str, Any]) -> dic
     chosen = {name: knobs[name] for name in branch.quant_knobs()}
     for name, mode in chosen.items():
         if mode not in branch.quant_choices[backend][name]:
-            raise LookupError(f"{name}: {mode} is not in {backend} perf data on {branch.hardware_sku}")
+            raise LookupError(f"{name}: {mode} is not in {backend} perf data on {', '.join(dict.fromkeys(branch.role_skus.values()))}")
     return chosen
 
 
@@ -105,7 +109,7 @@ def _own_capacity(
     config: SmartSearchConfig, branch: Branch, parallel: ParallelConfig, backend: str, role: str, max_num_batched_tokens: int,
     unrolled: Mapping[str, Any],
 ) -> dict[str, int]:
-    """The role's KV pool at the candidate's own batching, memory fraction and quant modes.
+    """The role's KV pool on its own system at the candidate's own batching, memory fraction and quant modes.
 
     Enumeration sized every shape at the largest batch the search may pick (so the filter
     never overstates capacity) and at the quant choice that holds most; a smaller batch leaves
@@ -121,7 +125,7 @@ def _own_capacity(
     settings = MemorySettings(getattr(space, f"{role}_gpu_memory_utilization"), int(max_num_batched_tokens), quant)
     shape = parallel.pool(role).shape
     version = parallel.backend_version(backend)
-    pool = worker_capacity(space.model_name, branch.hardware_sku, backend, version, shape, settings, block_size)
+    pool = worker_capacity(space.model_name, branch.role_skus[role], backend, version, shape, settings, block_size)
     if pool.kv_tokens // shape.attention_dp < branch.context_length:
         raise LookupError(
             f"kv_below_context: {role} {shape.label} holds {pool.kv_tokens // shape.attention_dp} KV tokens per attention rank "

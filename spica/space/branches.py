@@ -15,6 +15,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
+from packaging.version import Version
+
 from spica.backends import NAMES as BACKEND_NAMES
 from spica.backends import backend as backend_record
 from spica.errors import UserError
@@ -70,6 +72,8 @@ class SpaceRequest:
 
     model_name: str
     hardware_sku: str
+    prefill_hardware_sku: str | None = None  # disagg roles on their own systems (None: hardware_sku)
+    decode_hardware_sku: str | None = None
     backends: tuple[str, ...] = ("vllm",)
     modes: tuple[str, ...] = ("agg", "disagg")
     gpu_budget: int = 32
@@ -88,6 +92,7 @@ class SpaceRequest:
     needs_kv_capacity: bool = False
     backend_versions: Mapping[str, str] = field(default_factory=dict)  # pinned perf-data versions; others: the default
     quant_modes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # quant field -> choices; unset: the checkpoint's
+    gpu_budget_per_sku: Mapping[str, int] = field(default_factory=dict)  # system -> GPUs at most; unset: gpu_budget
 
     def __post_init__(self) -> None:
         _check_choices("backend", self.backends, BACKEND_NAMES)
@@ -112,6 +117,25 @@ class SpaceRequest:
 
     def block_size(self, role: str) -> int:
         return int(getattr(self, f"{role}_block_size"))
+
+    def sku(self, role: str) -> str:
+        """The system `role` runs on: its own for a disagg role that has one, else hardware_sku."""
+        return (getattr(self, f"{role}_hardware_sku") if role != "agg" else None) or self.hardware_sku
+
+    @property
+    def skus(self) -> tuple[str, ...]:
+        """Every system the requested modes run on, each once."""
+        return tuple(dict.fromkeys(self.sku(role) for mode in self.modes for role in ROLES[mode]))
+
+    def sku_budget(self, sku: str) -> int:
+        return min(self.gpu_budget, self.gpu_budget_per_sku.get(sku, self.gpu_budget))
+
+    def within_sku_budgets(self, roles: tuple[str, ...], gpus: tuple[int, ...]) -> bool:
+        """Whether the GPUs each role's pools use (`gpus`, per role) fit every per-system budget."""
+        used: dict[str, int] = {}
+        for role, count in zip(roles, gpus):
+            used[self.sku(role)] = used.get(self.sku(role), 0) + count
+        return all(count <= self.sku_budget(sku) for sku, count in used.items())
 
     def memory_settings(self, role: str, quant: tuple[tuple[str, str], ...] = ()) -> capacity.MemorySettings:
         return capacity.MemorySettings(
@@ -280,9 +304,12 @@ class Branch:
     mode: str
     model: ModelInfo
     hardware_sku: str
+    role_skus: Mapping[str, str]
+    """The system each role's pools run on (prefill and decode may differ)."""
     context_length: int
     gpu_budget: int
     min_gpu_budget: int
+    gpu_budget_per_sku: Mapping[str, int]
     backends: tuple[str, ...]
     configs: tuple[ParallelConfig, ...]
     assessments: tuple[ShapeAssessment, ...]
@@ -327,14 +354,15 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
     """
     if request.needs_kv_capacity:
         capacity.require_memory_model()
-    if all(capacity.perf_data_version(request.hardware_sku, backend) is None for backend in request.backends):
-        known = capacity.known_systems()
-        raise UserError(
-            f"search_space.hardware_sku: {request.hardware_sku!r} has no AI Configurator {capacity.aic_version()} perf data "
-            f"for {', '.join(request.backends)}; systems it knows: {', '.join(known)}"
-        )
+    for name, sku in _sku_fields(request):
+        if all(capacity.perf_data_version(sku, backend) is None for backend in request.backends):
+            known = capacity.known_systems()
+            raise UserError(
+                f"search_space.{name}: {sku!r} has no AI Configurator {capacity.aic_version()} perf data "
+                f"for {', '.join(request.backends)}; systems it knows: {', '.join(known)}"
+            )
     versions = {
-        backend: scored_version(request.hardware_sku, backend, request.backend_versions.get(backend)) for backend in request.backends
+        backend: scored_version_on(request.skus, backend, request.backend_versions.get(backend)) for backend in request.backends
     }
     model = load_model_info(request.model_name)
     pins = [_parse_pin(entry, index, request.modes[0]) for index, entry in enumerate(request.pinned_parallel_configs)]
@@ -352,11 +380,24 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
         skipped.append(f"{mode}: {reasons}")
     if not branches:
         raise NoViableParallelConfig(
-            f"no viable parallel config for {model.name} on {request.hardware_sku} within gpu budget "
+            f"no viable parallel config for {model.name} on {_systems(request)} within gpu budget "
             f"[{request.min_gpu_budget}, {request.gpu_budget}] at context_length {enumerator.context}: "
             + " | ".join(skipped)
         )
     return tuple(branches)
+
+
+def _sku_fields(request: SpaceRequest) -> list[tuple[str, str]]:
+    """(field, system) of every system the request names: hardware_sku and the per-role ones set."""
+    roles = [(f"{role}_hardware_sku", getattr(request, f"{role}_hardware_sku")) for role in ROLES["disagg"]]
+    return [("hardware_sku", request.hardware_sku), *((name, sku) for name, sku in roles if sku is not None)]
+
+
+def _systems(request: SpaceRequest) -> str:
+    """The systems in words: 'h200_sxm', or per role: 'prefill h100_sxm, decode h200_sxm'."""
+    if len(request.skus) == 1:
+        return request.skus[0]
+    return ", ".join(f"{role} {request.sku(role)}" for mode in request.modes for role in ROLES[mode])
 
 
 def _sizes_memory(name: str) -> bool:
@@ -375,6 +416,17 @@ def scored_version(system: str, backend: str, pinned: str | None) -> str | None:
             f"AI Configurator and AIS hold; allowed: {', '.join(allowed) or 'none'}"
         )
     return pinned
+
+
+def scored_version_on(systems: tuple[str, ...], backend: str, pinned: str | None) -> str | None:
+    """The one perf-data version `backend` is scored at on every system of a candidate (one engine
+    version is deployed): the pinned one, held on each; else the default when the systems share it,
+    else the latest all of them can score (None: none, the backend is dropped)."""
+    found = [scored_version(system, backend, pinned) for system in systems]
+    if None in found or len(set(found)) == 1:
+        return None if None in found else found[0]
+    common = set.intersection(*(set(capacity.perf_data_versions(system, backend)) for system in systems))
+    return max(common, key=Version) if common else None
 
 
 def _parse_pin(entry: Mapping[str, Any], index: int, mode: str) -> tuple[RolePool, ...]:
@@ -464,7 +516,7 @@ class _Enumerator:
             unscorable = next((name for name, modes in quant.items() if not modes), None)
             if version is None or unscorable:
                 reason = (
-                    f"no AI Configurator {capacity.aic_version()} perf data for {request.hardware_sku}" if version is None
+                    f"no AI Configurator {capacity.aic_version()} perf data for {_systems(request)}" if version is None
                     else f"{unscorable}: none of {', '.join(request.quant_modes[unscorable])} has {backend} {version} perf data"
                 )
                 self._drop(dropped, backend, mode, reason)
@@ -507,9 +559,11 @@ class _Enumerator:
             mode=mode,
             model=self.model,
             hardware_sku=request.hardware_sku,
+            role_skus={role: request.sku(role) for role in roles},
             context_length=self.context,
             gpu_budget=request.gpu_budget,
             min_gpu_budget=request.min_gpu_budget,
+            gpu_budget_per_sku=dict(request.gpu_budget_per_sku),
             backends=tuple(b for b in request.backends if b in served),
             configs=configs,
             assessments=tuple(assessments),
@@ -526,14 +580,16 @@ class _Enumerator:
         if not request.quant_modes:
             return {}
         if backend not in self._quant_kept:
-            held = capacity.supported_quant_modes(request.hardware_sku, backend, version)
+            # a mode every system of the search holds (each role is timed and sized on its own)
+            tables = [capacity.supported_quant_modes(sku, backend, version) for sku in request.skus]
+            held = {name: [m for m in tables[0][name] if all(m in table[name] for table in tables)] for name in tables[0]}
             deployable = backend_record(backend).kv_cache_dtypes
             kept = {}
             for name, modes in request.quant_modes.items():
                 kept[name] = tuple(m for m in modes if m in held[name] and (name != "kvcache_quant_mode" or m in deployable))
                 for lost in (m for m in modes if m not in kept[name]):
                     why = f"not in {backend} {version} perf data" if lost not in held[name] else "the engine has no KV dtype for it"
-                    logger.warning("%s: %s dropped for %s on %s: %s", name, lost, backend, request.hardware_sku, why)
+                    logger.warning("%s: %s dropped for %s on %s: %s", name, lost, backend, _systems(request), why)
             self._quant_kept[backend] = kept
         return dict(self._quant_kept[backend])
 
@@ -560,19 +616,22 @@ class _Enumerator:
     ) -> Iterator[ShapeAssessment]:
         request = self.request
         block_size = request.block_size(role)
+        sku = request.sku(role)
+        budget = request.sku_budget(sku)
+        which = f"gpu_budget {budget}" if budget == request.gpu_budget else f"gpu_budget_per_sku {sku} {budget}"
         excluded: dict[WorkerShape, tuple[str, ...]] = {}
         for shape in shapes:
             broken = broken_rules(shape, self.model, backend)
             if broken:
                 excluded[shape] = tuple(f"{rule.name}: {rule.statement}" for rule in broken)
-            elif shape.gpus > request.gpu_budget:
-                excluded[shape] = (f"over_budget: needs {shape.gpus} GPUs > gpu_budget {request.gpu_budget}",)
+            elif shape.gpus > budget:
+                excluded[shape] = (f"over_budget: needs {shape.gpus} GPUs > {which}",)
         legal = [shape for shape in shapes if shape not in excluded]
         ranks: dict[WorkerShape, capacity.RankCapacity] = {}
         if self.kv_known:  # with quant choices, a shape holds what its most compact choice holds
             for quant in self._memory_quants(backend, version):
                 found = capacity.rank_capacities(
-                    self.model.name, request.hardware_sku, backend, version, request.memory_settings(role, quant), legal
+                    self.model.name, request.sku(role), backend, version, request.memory_settings(role, quant), legal
                 )
                 ranks = {shape: max(ranks.get(shape, found[shape]), found[shape], key=lambda r: r.tokens) for shape in legal}
         for shape in shapes:
@@ -619,10 +678,13 @@ class _Enumerator:
         """Every (shape × replicas) per role whose total lies in [min_gpu_budget, gpu_budget]."""
         low, high = self.request.min_gpu_budget, self.request.gpu_budget
         ids = {role: {shape: table.ids(role, shape, high // shape.gpus) for shape in viable[role]} for role in roles}
+        capped = bool(self.request.gpu_budget_per_sku)
         for shapes in itertools.product(*(viable[role] for role in roles)):
             fit = self._fit(backend, version, roles, shapes, viable)
             role_ids = [ids[role][shape] for role, shape in zip(roles, shapes)]
             for replicas in _replica_counts([shape.gpus for shape in shapes], low, high):
+                if capped and not self.request.within_sku_budgets(roles, tuple(s.gpus * r for s, r in zip(shapes, replicas))):
+                    continue
                 yield tuple(per_count[r] for per_count, r in zip(role_ids, replicas)), fit
 
     def _pinned(
@@ -646,6 +708,8 @@ class _Enumerator:
             used = sum(pool.gpus for pool in pools)
             if not low <= used <= high:
                 problems.append(f"uses {used} GPUs, outside the gpu budget [{low}, {high}]")
+            elif not self.request.within_sku_budgets(tuple(p.role for p in pools), tuple(p.gpus for p in pools)):
+                problems.append(f"exceeds gpu_budget_per_sku {dict(self.request.gpu_budget_per_sku)}")
             if problems:
                 reasons[backend] = "; ".join(problems)
                 continue

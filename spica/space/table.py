@@ -26,11 +26,15 @@ def _cell(verdict: ShapeAssessment | None) -> str:
 
 
 def _branch_lines(branch: Branch) -> list[str]:
+    skus = tuple(dict.fromkeys(branch.role_skus.values()))
+    mixed = len(skus) > 1  # a single system is said once, in the header
     versions = ", ".join(
-        f"{b} {branch.backend_version(b)} (perf data scorable: {', '.join(perf_data_versions(branch.hardware_sku, b))})"
+        f"{b} {branch.backend_version(b)} (perf data scorable: "
+        + "; ".join(f"{', '.join(perf_data_versions(sku, b))}" + (f" on {sku}" if mixed else "") for sku in skus) + ")"
         for b in branch.backends
     )
-    lines = [f"[{branch.mode}] {len(branch.configs)} configs; backends: {versions}"]
+    systems = " (" + ", ".join(f"{role} on {sku}" for role, sku in branch.role_skus.items()) + ")" if mixed else ""
+    lines = [f"[{branch.mode}] {len(branch.configs)} configs{systems}; backends: {versions}"]
     for backend, choices in branch.quant_choices.items():
         listed = ", ".join(f"{name} [{', '.join(modes)}]" for name, modes in choices.items())
         lines.append(f"  {backend} quant choices: {listed} (KV shown at the choice that holds most)")
@@ -40,12 +44,12 @@ def _branch_lines(branch: Branch) -> list[str]:
     for config in branch.configs:
         for pool in config.pools:
             replicas.setdefault((pool.role, pool.shape), []).append(pool.replicas)
-    header = ["role", "shape", "strategy", "gpus", "replicas"]
+    header = ["role", *(["system"] if mixed else []), "shape", "strategy", "gpus", "replicas"]
     header += [f"{backend} kv_tokens / blocks" for backend in columns]
     rows = [header]
     for (role, shape), counts in sorted(replicas.items(), key=lambda item: (item[0][0] != "prefill", item[0])):
         span = f"{min(counts)}-{max(counts)}" if min(counts) != max(counts) else str(counts[0])
-        row = [role, shape.label, shape.strategy, str(shape.gpus), span]  # type: ignore[attr-defined]
+        row = [role, *([branch.role_skus[role]] if mixed else []), shape.label, shape.strategy, str(shape.gpus), span]  # type: ignore[attr-defined]
         row += [_cell(verdicts.get((backend, role, shape))) for backend in columns]
         rows.append(row)
     lines += _grid(rows)
@@ -66,10 +70,12 @@ def format_pool_table(branches: Iterable[Branch]) -> str:
         return "no branches"
     first = branches[0]
     kind = "MoE" if first.model.is_moe else "dense"
+    skus = tuple(dict.fromkeys(sku for branch in branches for sku in branch.role_skus.values()))
+    per_sku = "".join(f", {sku} ≤ {budget}" for sku, budget in first.gpu_budget_per_sku.items())
     lines = [
         f"{first.model.name} ({kind}, {first.model.architecture}, max context {first.model.max_context}) "
-        f"on {first.hardware_sku}; context_length {first.context_length}; gpu budget "
-        f"[{first.min_gpu_budget}, {first.gpu_budget}]; aiconfigurator {aic_version()}",
+        f"on {', '.join(skus)}; context_length {first.context_length}; gpu budget "
+        f"[{first.min_gpu_budget}, {first.gpu_budget}]{per_sku}; aiconfigurator {aic_version()}",
     ]
     if not first.kv_known:
         lines.append("KV capacity unknown (no AI Configurator memory model): KV filter skipped")

@@ -49,7 +49,7 @@ def test_trace_without_path_names_the_field():
 
 
 def test_every_group_option_composes():
-    for group in ("model", "system", "backend", "mode", "router", "planner", "workload", "goal", "sweep"):
+    for group in ("model", "system", "backend", "mode", "role_hardware", "router", "planner", "workload", "goal", "sweep"):
         for option in sorted((CONF_DIR / group).glob("*.yaml")):
             extra = [f"workload.trace_path={TRACE}"] if (group, option.stem) == ("workload", "trace") else []
             if (group, option.stem) == ("goal", "pareto"):

@@ -1,0 +1,45 @@
+"""Per-role hardware: prefill_hardware_sku / decode_hardware_sku and gpu_budget_per_sku, one line per problem."""
+
+from __future__ import annotations
+
+import pytest
+
+from spica.config import ConfigError, SmartSearchConfig
+from spica.config.schema import SearchSpace
+
+WORKLOAD = {"isl": 100, "osl": 10, "concurrency": 1, "num_request_ratio": 1}
+MIXED = {"model_name": "m", "hardware_sku": "h200_sxm", "deployment_mode": ["disagg"], "prefill_hardware_sku": "h100_sxm"}
+
+
+def errors(**space) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        SmartSearchConfig.from_mapping({"search_space": {**MIXED, **space}, "workload": WORKLOAD})
+    return info.value.lines
+
+
+def test_each_role_defaults_to_hardware_sku() -> None:
+    space = SearchSpace(**MIXED)
+    assert space.role_hardware_skus() == {"prefill": "h100_sxm", "decode": "h200_sxm"}
+    assert space.hardware_skus == ("h100_sxm", "h200_sxm")
+    assert SearchSpace(model_name="m", hardware_sku="h200_sxm").hardware_skus == ("h200_sxm",)
+    budgets = SearchSpace(**MIXED, gpu_budget=8, gpu_budget_per_sku={"h100_sxm": 4, "h200_sxm": 4})
+    assert budgets.gpu_budget_per_sku == {"h100_sxm": 4, "h200_sxm": 4}
+
+
+def test_per_role_hardware_needs_a_disagg_only_space() -> None:
+    assert errors(deployment_mode=["disagg", "agg"]) == [
+        "search_space.prefill_hardware_sku: per-role hardware needs disagg pools only (deployment_mode: [disagg]); "
+        "deployment_mode is disagg, agg, whose agg workers run on hardware_sku"
+    ]
+    assert errors(deployment_mode=["agg"], prefill_hardware_sku=None, decode_hardware_sku="h100_sxm")[0].startswith(
+        "search_space.decode_hardware_sku: per-role hardware needs disagg pools only")
+
+
+def test_per_sku_budgets_name_systems_the_search_uses_and_stay_within_the_total() -> None:
+    assert errors(gpu_budget=8, gpu_budget_per_sku={"h100_sxm": 4, "h200_sxm": 5}) == [
+        "search_space.gpu_budget_per_sku: 4 + 5 = 9 GPUs exceed gpu_budget 8 (the total)"
+    ]
+    assert errors(gpu_budget_per_sku={"b200_sxm": 2}) == [
+        "search_space.gpu_budget_per_sku: 'b200_sxm' is not a system this search uses (h100_sxm, h200_sxm)"
+    ]
+    assert errors(gpu_budget_per_sku={"h100_sxm": 0}) == ["search_space.gpu_budget_per_sku.h100_sxm: 0: input should be greater than 0"]
