@@ -256,6 +256,17 @@ class SearchSpace(_Frozen):
                 raise ValueError(f"{value!r} is not a mode AI Configurator knows; one of {', '.join(known)}")
         return _unique(values)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _per_sku_budgets_keep_the_planner_still(cls, data: Any) -> Any:
+        """Dynamo's Planner scales against one total budget and could take a system past its own:
+        with per-system budgets, the default planner_scaling_policy narrows to [disabled] (said)
+        and an explicit scaling policy is refused (_role_hardware_rules)."""
+        if isinstance(data, Mapping) and data.get("gpu_budget_per_sku") and "planner_scaling_policy" not in data:
+            log.warning("planner_scaling_policy: [disabled] with gpu_budget_per_sku (the Planner scales against the total budget only)")
+            data = {**data, "planner_scaling_policy": ["disabled"]}
+        return data
+
     @model_validator(mode="after")
     def _cross_field_rules(self) -> "SearchSpace":
         if self.min_gpu_budget is not None and self.min_gpu_budget > self.gpu_budget:
@@ -331,6 +342,12 @@ class SearchSpace(_Frozen):
         if total > self.gpu_budget:
             shares = " + ".join(str(value) for value in self.gpu_budget_per_sku.values())
             raise ValueError(f"gpu_budget_per_sku: {shares} = {total} GPUs exceed gpu_budget {self.gpu_budget} (the total)")
+        scaling = [name for name, _ in self.scaling_policies() if name != "disabled"]
+        if scaling:  # Dynamo's Planner takes one GPU budget: it could scale a role past its system's
+            raise ValueError(
+                f"gpu_budget_per_sku: the Planner scales against the total GPU budget only; planner_scaling_policy "
+                f"{', '.join(scaling)} could take a system past its budget (use planner_scaling_policy: [disabled])"
+            )
 
     def role_hardware_skus(self) -> dict[str, str]:
         """The system each disagg role runs on (agg workers run on hardware_sku)."""

@@ -36,6 +36,8 @@ def _branch_lines(branch: Branch) -> list[str]:
     systems = " (" + ", ".join(f"{role} on {sku}" for role, sku in branch.role_skus.items()) + ")" if mixed else ""
     lines = [f"[{branch.mode}] {len(branch.configs)} configs{systems}; backends: {versions}"]
     for backend, choices in branch.quant_choices.items():
+        if not choices:
+            continue
         listed = ", ".join(f"{name} [{', '.join(modes)}]" for name, modes in choices.items())
         lines.append(f"  {backend} quant choices: {listed} (KV shown at the choice that holds most)")
     columns = list(dict.fromkeys(a.backend for a in branch.assessments))

@@ -43,3 +43,13 @@ def test_per_sku_budgets_name_systems_the_search_uses_and_stay_within_the_total(
         "search_space.gpu_budget_per_sku: 'b200_sxm' is not a system this search uses (h100_sxm, h200_sxm)"
     ]
     assert errors(gpu_budget_per_sku={"h100_sxm": 0}) == ["search_space.gpu_budget_per_sku.h100_sxm: 0: input should be greater than 0"]
+
+
+def test_per_sku_budgets_keep_the_planner_from_scaling_past_a_system(config_warnings) -> None:
+    budgets = {"gpu_budget": 8, "gpu_budget_per_sku": {"h100_sxm": 4, "h200_sxm": 4}}
+    assert [name for name, _ in SearchSpace(**MIXED, **budgets).scaling_policies()] == ["disabled"]
+    assert "planner_scaling_policy: [disabled] with gpu_budget_per_sku" in config_warnings.text
+    assert errors(**budgets, planner_scaling_policy=["disabled", "throughput_180_5"]) == [
+        "search_space.gpu_budget_per_sku: the Planner scales against the total GPU budget only; planner_scaling_policy "
+        "throughput_180_5 could take a system past its budget (use planner_scaling_policy: [disabled])"
+    ]
