@@ -25,6 +25,7 @@ SEARCH_IMPORTS = (
     "dynamo.replay", "dynamo.llm", "dynamo.profiler.utils.config", "dynamo.profiler.utils.config_modifiers",
     "dynamo.planner.config.planner_config", "dynamo.planner.core.load.predictors", "aisimulate_core.sdk",
     "aiconfigurator.sdk.memory", "aiconfigurator.sdk.models", "aiconfigurator.sdk.perf_database", "aiconfigurator.sdk.utils",
+    "aiconfigurator.generator.facts.request_resolution",
 )
 WHOLE_PACKAGES = ("hydra", "hydra_plugins", "omegaconf")  # Hydra finds its plugins and configs by scanning
 
