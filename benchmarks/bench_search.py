@@ -11,7 +11,9 @@ JAX traces, worker start-up) count. Merges into benchmarks/results/search.json.
     .venv/bin/python benchmarks/bench_search.py [--seeds 5] [--scenarios s1 s2 s3 min_gpus] [--grid s1 min_gpus]
 
 min_gpus is Spica's own capacity-planning scenario (MIN_GPUS below): the GPUs of its answer are
-printed next to those of the exhaustive grid's.
+printed next to those of the exhaustive grid's. glm5 is upstream Spica's GLM-5-FP8 / 72 B200 study
+(examples/glm5_b200_72.yaml, unchanged) cut to its first GLM5_ROUNDS rounds of 8; not in the
+default list (≈ 15 min here): `--scenarios glm5 --seeds 1`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ SCENARIOS = {
     "s2": "s2_trace_goodput.yaml",
     "s3": "s3_moe_pareto.yaml",
 }
+EXAMPLES = {"glm5": REPO / "examples" / "glm5_b200_72.yaml"}
+GLM5_ROUNDS = 20  # 160 of the study's 640 samples (80 rounds of 8)
 GRID_REPLAY_LIMIT = 6000
 MIN_GPUS = {  # capacity planning on the 15-minute Mooncake trace: fewest GPUs within ttft 2 s / itl 50 ms
     "search_space": {
@@ -59,8 +63,9 @@ def load(name: str, **sweep: object) -> SmartSearchConfig:
         data = SmartSearchConfig.from_mapping(MIN_GPUS).to_data()
         data["sweep"].update(sweep)
         return SmartSearchConfig.from_mapping(data)
-    data = SmartSearchConfig.from_yaml(SHARED / "scenarios" / SCENARIOS[name]).to_data()
-    data["sweep"].update(sweep)
+    path = EXAMPLES.get(name) or SHARED / "scenarios" / SCENARIOS[name]
+    data = SmartSearchConfig.from_yaml(path).to_data()
+    data["sweep"].update({"max_rounds": GLM5_ROUNDS} if name == "glm5" else {}, **sweep)
     return SmartSearchConfig.from_mapping(data)
 
 
@@ -98,6 +103,7 @@ def measure(config: SmartSearchConfig) -> dict:
         "optimizer_share": round(timings["optimizer_exposed_seconds"] / timings["wall_seconds"], 4),
         "optimizer_total_share": round(timings["optimizer_seconds"] / timings["wall_seconds"], 4),
         "unique_replays": len(results.ledger),
+        "failed": results.tallies["failed"],
         "cache_hits": results.tallies["cache_hits"],
         "tallies": results.tallies,
     }
@@ -135,7 +141,7 @@ def main() -> None:
         entry: dict = {"runs": runs, "grid_candidates": grid_size(base), "target": str(base.goal.target)}
         for key in ("process_wall_seconds", "startup_seconds", "wall_seconds", "replay_seconds", "idle_worker_seconds",
                     "idle_worker_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",
-                    "optimizer_total_share", "unique_replays", "cache_hits"):
+                    "optimizer_total_share", "unique_replays", "failed", "cache_hits"):
             entry[f"median_{key}"] = statistics.median(run[key] for run in runs)
         if base.goal.target == "pareto":
             fronts = [run["front"] for run in runs]
@@ -172,7 +178,7 @@ def _line(name: str, entry: dict) -> str:
         f"idle workers {entry['median_idle_worker_seconds']:.1f}s ({entry['median_idle_worker_share'] * 100:.1f}%)",
         f"optimizer {entry['median_optimizer_share'] * 100:.1f}% exposed "
         f"({entry['median_optimizer_total_share'] * 100:.1f}% in all)",
-        f"unique replays {entry['median_unique_replays']}",
+        f"unique replays {entry['median_unique_replays']} ({entry['median_failed']} failed)",
         f"cache hits {entry['median_cache_hits']}",
     ]
     if "median_best_score" in entry:

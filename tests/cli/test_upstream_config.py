@@ -11,38 +11,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-GLM5_B200_72 = """\
-# upstream Spica's headline study: GLM-5-FP8 on 72 B200s, SGLang disagg, KV-relative load
-search_space:
-  model_name: zai-org/GLM-5-FP8
-  hardware_sku: b200_sxm
-  backend: [sglang]
-  deployment_mode: [disagg]
-  gpu_budget: 72
-  min_gpu_budget: null
-  context_length: 2048
-  router_mode: [round_robin]
-  planner_scaling_policy: [disabled]
-workload:
-  isl: 1024
-  osl: 1024
-  kv_load_ratio: [0.0, 1.0]
-  num_request_ratio: 10
-goal:
-  target: pareto
-  sla: null
-sweep:
-  max_rounds: 80
-  parallel_evals: 8
-  random_seed: 1
-  max_eval_seconds: 600
-"""
+GLM5_B200_72 = REPO / "examples" / "glm5_b200_72.yaml"  # upstream-style, unchanged
 
 
 @pytest.mark.e2e
 def test_the_glm5_b200_study_loads_unchanged_and_runs_to_a_front(tmp_path):
-    config = tmp_path / "glm5.yaml"
-    config.write_text(GLM5_B200_72)
+    config = GLM5_B200_72
     out = tmp_path / "out"
     run = subprocess.run(
         [sys.executable, "-m", "spica", "--config", str(config), "--results-dir", str(out),
