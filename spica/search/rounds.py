@@ -16,14 +16,15 @@ before it — a fact of the results, not of which replay came back first (a repl
 finishes early waits, measured and journaled, for the ones asked before it). The ledger
 comes out in (round, branch, ask) order, so a seeded run gives the same ledger every time.
 
-Why one round (`lookahead` = per_round), measured on S3 (2 workers, 4 per round, 5 seeds,
-benchmarks/bench_search.py): the barrier (0) left 14.9 % of worker time idle; asking when
-only as many as there are workers remain untold (2) still left 5–30 % idle, since a slow
-early replay holds back the tells behind it and the pool runs dry during the GP's ask;
-one round kept idle at 2.6 % (exposed optimizer 1.8 % of wall) with a front at least as
-good. Waiting for the first round before asking ahead (so that the second round is not
-quasi-random too) cost 10.8 % idle. Sample efficiency holds: S1 reaches 99.5 % of its grid
-optimum with 16 of 5,382 replays (median of 5 seeds), as with the barrier.
+Why one round (`lookahead` = per_round), measured on S3 (2 workers, 4 per round, medians of
+5 seeds, benchmarks/bench_search.py, two sessions): the barrier (0) left 14.9 % and 23.7 % of
+worker time idle; asking once only as many as there are workers remain untold (2) still left
+5–30 % idle per run, since a slow early replay holds back the tells behind it and the pool
+runs dry during the GP's ask; one round left 2.6 % and 1.5 % idle (exposed optimizer 1.8 % and
+0.1 % of wall, from 6.7 % and 12.2 %) with a front at least as good. Waiting for the first
+round before asking ahead (so that the second round is not quasi-random too) left 10.8 %.
+Sample efficiency holds: S1 reaches 99.5 % of its grid optimum with 16 of 5,382 replays
+(median of 5 seeds), as with the barrier.
 """
 
 from __future__ import annotations
