@@ -2,7 +2,7 @@
 
 validate and compile (the planner policies the goal can use are kept then) → load-predictor
 sub-sweep → enumerate branches →
-per-branch studies (spica/study/algorithms.py), each in its own barrier rounds on one shared pool (rounds.py) →
+per-branch studies (spica/study/algorithms.py), each asking its rounds one ahead on one shared pool (rounds.py) →
 merge → results folder.
 """
 
@@ -26,7 +26,7 @@ from spica.search.branches import branches_for
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, workload_params
 from spica.search.pool import EvaluationPool, local_pool
 from spica.search.progress import Progress
-from spica.search.rounds import BranchSearch, RoundLoop
+from spica.search.rounds import BranchSearch, RoundLoop, lookahead
 from spica.search.spread import measure_spread
 from spica.space import projection
 from spica.space.branches import Branch
@@ -85,7 +85,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob]) -> tuple[Study, bo
     points = _grid_points(branch, knobs, config, params) if listed else None
     request = StudyRequest(
         f"spica-{branch.mode}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
-        (sweep.per_round, sweep.max_rounds), sweep.designer,
+        (sweep.per_round, sweep.max_rounds, lookahead(sweep)), sweep.designer,
     )
     size = len(points or []) if algorithm.exhaustive else len(points) if points and params else None
     return algorithm.build(request), has_backend, size

@@ -29,7 +29,7 @@ class StudyRequest:
     seed: int
     fingerprint: str  # the plan's: a study kept anywhere must never be confused with another plan's
     points: list[Mapping[str, Any]] | None  # every valid point, when the space is small enough to list
-    rounds: tuple[int, int]  # (suggestions per ask, asks) the search plans
+    rounds: tuple[int, int, int]  # (suggestions per ask, asks, suggestions still untold at each later ask) the search plans
     designer: str  # sweep.designer
 
 

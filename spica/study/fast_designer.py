@@ -197,30 +197,35 @@ def warm_up(
     *,
     batch: int,
     rounds: int,
+    pending: int,
     seed: int,
     settings: FastSettings = FastSettings(),
 ) -> threading.Thread | None:
     """Starts a thread that traces the designer's JAX functions for every array size that
-    `rounds` rounds of `batch` suggestions will use, on made-up results.
+    `rounds` rounds of `batch` suggestions will use, on made-up results; each round after the
+    first is asked with up to `pending` earlier suggestions still untold (active).
 
     JAX traces each jitted function once per process and shape (seconds here); done while
     the first rounds replay, the model-based rounds find them ready. The made-up study shares
     nothing with the real one (own designer, own randomness), so results are unchanged.
     None when no round will be model-based.
     """
-    sizes: dict[tuple[int, ...], int] = {}
-    for completed in range(batch, batch * rounds, batch):
-        if completed >= settings.warmup_trials:
-            shape = tuple(_padded_rows(n, settings) for n in range(completed, completed + batch))
-            sizes.setdefault(shape, completed)
+    sizes: dict[tuple[int, ...], tuple[int, int]] = {}
+    for asked in range(batch, batch * rounds, batch):
+        active = min(pending, asked)
+        completed = asked - active
+        if completed and asked >= settings.warmup_trials:
+            shape = (_padded_rows(completed, settings), *(_padded_rows(n, settings) for n in range(asked, asked + batch)))
+            sizes.setdefault(shape, (completed, active))
     if not sizes:
         return None
 
     def trace() -> None:
         try:
-            for completed in sizes.values():
+            for completed, active in sizes.values():
+                trials = _made_up_trials(problem, candidates, completed, active)
                 designer = FastDesigner(problem, candidates, seed=seed, salt=2**31 + completed, settings=settings)
-                designer.update(vza.CompletedTrials(_made_up_results(problem, candidates, completed)), vza.ActiveTrials([]))
+                designer.update(vza.CompletedTrials(trials[:completed]), vza.ActiveTrials(trials[completed:]))
                 designer.suggest(batch)
         except Exception:  # noqa: BLE001 - only a speed-up: the real ask traces and reports errors itself
             log.debug("designer warm-up failed", exc_info=True)
@@ -230,13 +235,15 @@ def warm_up(
     return thread
 
 
-def _made_up_results(problem: vz.ProblemStatement, candidates: CandidateSet | None, count: int) -> list[vz.Trial]:
+def _made_up_trials(problem: vz.ProblemStatement, candidates: CandidateSet | None, completed: int, active: int) -> list[vz.Trial]:
+    """`completed` trials with random results, then `active` ones without."""
     rng = np.random.default_rng(0)
-    points = quasi_random_suggestions(problem, candidates, set(), count, seed=0, offset=0)
+    points = quasi_random_suggestions(problem, candidates, set(), completed + active, seed=0, offset=0)
     trials = []
     for number, point in enumerate(points, 1):
         trial = vz.Trial(parameters=point.parameters, id=number)
-        trial.complete(vz.Measurement(metrics={m.name: float(rng.normal()) for m in problem.metric_information}))
+        if number <= completed:
+            trial.complete(vz.Measurement(metrics={m.name: float(rng.normal()) for m in problem.metric_information}))
         trials.append(trial)
     return trials
 

@@ -33,8 +33,9 @@ class VizierStudy(RecordedTrials):
     `candidates` (optional) is the finite set of valid points; pool-aware algorithms
     pick only from it, each point once, and ask() returns fewer once it is used up.
     `storage_dir` None keeps the study in memory (Vizier's RAM datastore), for a study that
-    lives for one run. `rounds` (optional): (suggestions per ask, number of asks) the caller plans; the fast
-    designer then traces its JAX functions for them in the background from the start.
+    lives for one run. `rounds` (optional): (suggestions per ask, number of asks, suggestions still
+    untold at each later ask) the caller plans; the fast designer then traces its JAX functions for
+    them in the background from the start.
     """
 
     def __init__(
@@ -48,7 +49,7 @@ class VizierStudy(RecordedTrials):
         fingerprint: str,
         algorithm: str = "fast",
         candidates: Sequence[Mapping[str, Any]] | None = None,
-        rounds: tuple[int, int] | None = None,
+        rounds: tuple[int, int, int] | None = None,
     ) -> None:
         check_params(params)
         check_objectives(objectives)
@@ -70,7 +71,7 @@ class VizierStudy(RecordedTrials):
         self._trials = {t.id: self._record(t) for t in self._study.trials().get()}
         self._undelivered = [i for i, t in sorted(self._trials.items()) if t.status == "pending"]
 
-    def _open(self, seed: int, storage_dir: Path | None, rounds: tuple[int, int] | None) -> clients.Study:
+    def _open(self, seed: int, storage_dir: Path | None, rounds: tuple[int, int, int] | None) -> clients.Study:
         problem = vizier_space.problem_statement(self._params, self._objectives)
         config = svz.StudyConfig.from_problem(problem)
         config.algorithm = engine.DESIGNERS[self._algorithm].stored_as
@@ -83,7 +84,8 @@ class VizierStudy(RecordedTrials):
         warm_up = engine.DESIGNERS[self._algorithm].warm_up
         if warm_up is not None and rounds is not None:
             self._warm_up = functools.partial(
-                warm_up, problem, pool, batch=rounds[0], rounds=rounds[1], seed=seed, settings=spec.settings
+                warm_up, problem, pool, batch=rounds[0], rounds=rounds[1], pending=rounds[2], seed=seed,
+                settings=spec.settings,
             )
         return engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
 

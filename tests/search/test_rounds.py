@@ -3,6 +3,7 @@ into the part that overlaps replays and the part that lengthens the search."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from concurrent.futures import Future
@@ -12,6 +13,7 @@ import pytest
 from spica.search import run_smart_search
 from spica.search.pool import InlinePool
 from spica.search.rounds import OptimizerClock
+from spica.search.unroll import candidate_key
 
 from tests.search.test_search import small
 
@@ -79,3 +81,83 @@ def test_a_branch_runs_its_rounds_while_another_branch_replays(tmp_path):
     rounds = [(c.round, c.branch) for c in results.ledger]
     assert rounds == sorted(rounds, key=lambda r: (r[0], r[1] != "agg"))  # ledger in (round, branch) order
     assert {branch for _, branch in rounds} == {"agg", "disagg"}
+
+
+class LatePool(InlinePool):
+    """Evaluates for real, then hands each result back after its own delay (from `delays`,
+    in turn), so replays finish in another order than they were asked in."""
+
+    def __init__(self, delays: list[float]):
+        self.delays = itertools.cycle(delays)
+        self.submitted: list[str] = []
+
+    def submit(self, fn, items):
+        late = []
+        for item, done in zip(items, super().submit(fn, items)):
+            self.submitted.append(candidate_key(item[1]))
+            held: Future = Future()
+            threading.Timer(next(self.delays), _copy, args=(done, held)).start()
+            late.append(held)
+        return late
+
+
+def _copy(done: Future, held: Future) -> None:
+    if done.exception() is not None:
+        held.set_exception(done.exception())
+    else:
+        held.set_result(done.result())
+
+
+def _ledger(results) -> list[tuple]:
+    return [(c.key, c.round, c.status, c.score) for c in results.ledger]
+
+
+def test_the_ledger_is_the_same_whatever_order_the_replays_finish_in(tmp_path):
+    """The fast designer asks ahead with pending trials: what each ask knows must not depend on
+    which replay came back first."""
+    config = small(
+        search_space={"deployment_mode": ["agg", "disagg"], "agg_max_num_seqs": [16, 32, 64, 128], "decode_max_num_seqs": [64],
+                      "prefill_max_num_seqs": [4]},
+        sweep={"max_rounds": 4, "candidates_per_round": 3, "designer": "fast"},
+    )
+    runs = [
+        run_smart_search(config, results_dir=tmp_path / str(n), pool=LatePool(delays))
+        for n, delays in enumerate(([0.0], [0.3, 0.0, 0.1], [0.0, 0.1, 0.3, 0.2, 0.0]))
+    ]
+    assert _ledger(runs[0]) == _ledger(runs[1]) == _ledger(runs[2])
+    assert len(runs[0].ledger) == 2 * 4 * 3
+
+
+class HoldingFirstPool(InlinePool):
+    """Evaluates for real, but keeps round 1's first replay back until another round is
+    submitted (a timer releases it anyway, so a loop that waits for it fails, not hangs)."""
+
+    def __init__(self):
+        self.rounds = 0
+        self.held: tuple[Future, Future] | None = None
+        self.released_by: str | None = None
+        self._timer = threading.Timer(60, self.release, args=("timer",))
+        self._timer.start()
+
+    def submit(self, fn, items):
+        futures = super().submit(fn, items)
+        self.rounds += 1
+        if self.rounds == 2:
+            self.held = (Future(), futures[0])
+            futures[0] = self.held[0]
+        elif self.rounds > 2:
+            self.release("a later round")
+        return futures
+
+    def release(self, by: str) -> None:
+        if self.released_by is None and self.held is not None:
+            self.released_by = by
+            _copy(self.held[1], self.held[0])
+        self._timer.cancel()
+
+
+def test_a_branch_replays_its_next_round_while_one_replay_is_slow(tmp_path):
+    config = small(search_space={"agg_max_num_seqs": [16, 32, 64, 128]}, sweep={"max_rounds": 4, "designer": "fast"})
+    pool = HoldingFirstPool()
+    run_smart_search(config, results_dir=tmp_path, pool=pool)
+    assert pool.released_by == "a later round"  # round 2 went out while round 1's first replay was held

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 def request(**overrides) -> StudyRequest:
     fields = dict(
         study_id="branch", params=(Param("x", "discrete", choices=(1, 2, 4)),), objectives=(Objective("score"),),
-        seed=7, fingerprint="plan", points=[{"x": 1}, {"x": 2}, {"x": 4}], rounds=(2, 3), designer="quasi_random",
+        seed=7, fingerprint="plan", points=[{"x": 1}, {"x": 2}, {"x": 4}], rounds=(2, 3, 0), designer="quasi_random",
     )
     return StudyRequest(**(fields | overrides))
 

@@ -61,14 +61,14 @@ def test_same_seed_gives_same_suggestions_through_the_gp_phase(tmp_path):
 
 
 def test_background_warm_up_leaves_the_suggestions_unchanged(tmp_path):
-    warmed = study(tmp_path / "a", rounds=(2, 3))
+    warmed = study(tmp_path / "a", rounds=(2, 3, 0))
     first = warmed.ask(2)
     assert warmed._warming is not None  # started by the first ask: rounds 2 and 3 are model-based
     for suggestion in first:
         warmed.tell(suggestion.trial_id, throughput(suggestion.params))
     plain = study(tmp_path / "b")
     assert [[x.params for x in first]] + run_rounds(warmed, 2) == run_rounds(plain, 3)
-    single = study(tmp_path / "c", rounds=(2, 1))
+    single = study(tmp_path / "c", rounds=(2, 1, 0))
     single.ask(2)
     assert single._warming is None  # one round: nothing model-based to prepare
 
