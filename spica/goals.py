@@ -31,6 +31,7 @@ class Goal:
     needs_sla: SlaNeed = "none"  # goodput: sla.e2e_ms, or both ttft_ms and itl_ms; any: at least one bound
     sla_constrained: bool = False  # a candidate missing the SLA is infeasible, and ties go to the better goodput
     pareto_objective: bool = True  # may be traded on a Pareto front
+    gpus: bool = False  # the value is the candidate's GPUs: known before its replay
 
 
 def _summary(key: str, per_gpu: bool = False) -> Reader:
@@ -55,7 +56,7 @@ GOALS: dict[str, Goal] = {
         Goal("goodput_per_gpu", True, _summary("goodput_output_throughput_tok_s", per_gpu=True), "good tok/s/GPU",
              planner_target="sla", needs_sla="goodput"),
         Goal("min_gpus", False, lambda summary, gpus: gpus, "GPUs", planner_target="sla", needs_sla="any",
-             sla_constrained=True, pareto_objective=False),
+             sla_constrained=True, pareto_objective=False, gpus=True),
     )
 }
 PARETO = "pareto"  # not a goal of its own: a front over several goals' values

@@ -66,8 +66,11 @@ def _predictor_winners(plan: Plan) -> tuple[dict[int, tuple[str, dict[str, Any]]
 
 
 def _objectives(config: SmartSearchConfig) -> list[Objective]:
+    """Under a goal whose value is the GPUs (min_gpus) the objective is ordered by the GPU share."""
+    goal = config.goal
+    ordered_by = projection.GPU_SHARE if not goal.is_pareto and goal.target.goal.gpus else None
     return [
-        Objective(name, "minimize" if name in score.MINIMIZED else "maximize") for name in config.goal.objectives
+        Objective(name, "minimize" if name in score.MINIMIZED else "maximize", ordered_by) for name in goal.objectives
     ]
 
 

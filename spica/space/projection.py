@@ -34,7 +34,8 @@ class ParamSpec:
 
 _MODE_FEATURES = ("attention_mode", "ffn_mode")
 _MIXED_FEATURES = ("attention_tp_fraction", "ffn_ep_fraction")
-_CONFIG_LEVEL = ("used_gpu_ratio", "prefill_share")
+GPU_SHARE = "used_gpu_ratio"  # orders a branch's candidates by GPUs used
+_CONFIG_LEVEL = (GPU_SHARE, "prefill_share")
 
 
 def _config_values(config: ParallelConfig) -> tuple[float, ...]:

@@ -92,10 +92,14 @@ class CandidateSet:
     def features_of(self, converter: Converter, trials: Sequence[vz.TrialSuggestion]) -> Features:
         """The trials' GP features, read from the set where a trial is one of its points
         (Vizier's converter costs milliseconds per trial)."""
-        rows = [self._row.get(parameter_key(t.parameters, self.names)) for t in trials]
+        rows = self.rows_of(trials)
         if not trials or None in rows:
             return features_of(converter, trials)
         return self.features.take(rows)
+
+    def rows_of(self, trials: Sequence[vz.TrialSuggestion]) -> list[int | None]:
+        """Each trial's row in the set (None: not one of its points)."""
+        return [self._row.get(parameter_key(t.parameters, self.names)) for t in trials]
 
     @functools.cached_property
     def _row(self) -> dict[ParameterKey, int]:

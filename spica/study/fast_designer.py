@@ -15,6 +15,9 @@ rule) and changes how they are run:
 - trial arrays are padded to a few sizes, so each JAX function is traced once per size, and
   once per machine, not per process (spica.study.exported keeps the traces on disk);
 - until the first result arrives (and for `warmup_trials`) points are quasi-random;
+- an objective known before any replay (min_gpus: `ordered_by` in the problem's metadata) is
+  searched for feasibility instead, over the pool (spica/study/feasibility.py), until no
+  candidate left can beat the best feasible one;
 - `warm_up` loads (the first time on a machine: traces) them in a background thread while
   the first rounds replay.
 """
@@ -45,10 +48,11 @@ from spica.study.candidates import (  # noqa: E402
     quasi_random_suggestions,
     used_keys,
 )
-from spica.study import exported  # noqa: E402
+from spica.study import exported, feasibility  # noqa: E402
 from spica.study.gp_fit import fit_gp, pad_rows  # noqa: E402
 from spica.study.vizier_internals import gp_ucb_pe, output_warpers, types  # noqa: E402
 from spica.study.vizier_internals import stochastic_process_model as sp  # noqa: E402
+from spica.study.vizier_space import ORDERED_BY  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +103,33 @@ class FastDesigner(vza.Designer):
 
     def suggest(self, count: int | None = None) -> Sequence[vz.TrialSuggestion]:
         count = count or 1
+        chosen = self._feasibility_picks(count)
+        if chosen:  # possibly fewer than asked: the study asks again, and then they are active
+            return chosen
         seen = len(self._completed) + len(self._active)
         if not self._completed or seen < self._settings.warmup_trials:
             used = used_keys(self._completed + self._active, self._names)
             return quasi_random_suggestions(self._problem, self._candidates, used, count, seed=self._seed, offset=seen)
         return self._model_based(count)
+
+    def _feasibility_picks(self, count: int) -> list[vz.TrialSuggestion]:
+        """The cheapest likely feasible candidates when the objective is known before replay
+        (none otherwise, or once no candidate left can beat the best feasible one)."""
+        ordered_by = self._problem.metadata.ns("spica").get(ORDERED_BY)
+        if ordered_by is None or self._candidates is None:
+            return []
+        pool = self._candidates
+        outcomes: dict[int, bool | None] = dict(zip(pool.rows_of(self._completed), (not t.infeasible for t in self._completed)))
+        outcomes |= dict.fromkeys(pool.rows_of(self._active))
+        outcomes.pop(None, None)
+        at = pool.names.index(ordered_by)
+        costs = np.array([key[at] for key in pool.keys], dtype=float)
+        groups = [key[:at] + key[at + 1 :] for key in pool.keys]
+        sense = 1.0 if self._problem.metric_information.item().goal.is_minimize else -1.0
+        picks = feasibility.feasible_picks(
+            sense * costs, groups, pool.features.continuous, pool.features.categorical, outcomes, count
+        )
+        return [vz.TrialSuggestion(pool.parameters[row]) for row in picks]
 
     def _model_based(self, count: int) -> list[vz.TrialSuggestion]:
         completed = self._features_of(self._completed)

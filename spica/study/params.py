@@ -94,10 +94,13 @@ class Param:
 
 @dataclass(frozen=True)
 class Objective:
-    """A metric the study optimises, by name, in the given direction."""
+    """A metric the study optimises, by name, in the given direction. `ordered_by`: the study
+    dimension whose value orders this objective before any trial is measured (min_gpus: the GPUs
+    used), so a designer may search for feasibility alone (spica/study/feasibility.py)."""
 
     name: str
     goal: Goal = "maximize"
+    ordered_by: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name:

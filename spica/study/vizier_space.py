@@ -12,6 +12,7 @@ from vizier import pyvizier as vz
 
 from spica.study.params import Objective, Param
 
+ORDERED_BY = "ordered_by"  # problem metadata (namespace "spica"): Objective.ordered_by of a single objective
 _GOALS = {"maximize": vz.ObjectiveMetricGoal.MAXIMIZE, "minimize": vz.ObjectiveMetricGoal.MINIMIZE}
 
 
@@ -29,6 +30,8 @@ def problem_statement(params: Sequence[Param], objectives: Sequence[Objective]) 
             root.add_float_param(p.name, float(p.low), float(p.high))
     for o in objectives:
         problem.metric_information.append(vz.MetricInformation(o.name, goal=_GOALS[o.goal]))
+    if len(objectives) == 1 and objectives[0].ordered_by in {p.name for p in params}:
+        problem.metadata.ns("spica")[ORDERED_BY] = objectives[0].ordered_by
     return problem
 
 
