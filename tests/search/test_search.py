@@ -234,6 +234,24 @@ def test_min_gpus_finds_the_smallest_deployment_that_meets_the_sla_on_the_moonca
     assert "good req/s" in table.splitlines()[2] and "SLA (mean): ttft_ms ≤ 2,000, itl_ms ≤ 50" in table
 
 
+def test_min_gpus_default_search_finds_the_grids_answer_in_eight_replays(tmp_path, shared_dir):
+    """The benchmark's min_gpus scenario: the exhaustive grid's 22 candidates answer 5×TP2."""
+    config = SmartSearchConfig.from_mapping({
+        "search_space": {
+            "model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm", "gpu_budget": 12, "deployment_mode": ["agg"],
+            "backend": ["vllm"], "router_mode": ["round_robin"], "planner_scaling_policy": ["disabled"],
+            "agg_max_num_seqs": [256], "agg_max_num_batched_tokens": [16384],
+        },
+        "workload": {"trace_path": str(shared_dir / "data" / "mooncake" / "conversation_trace_15min.jsonl")},
+        "goal": {"target": "min_gpus", "sla": {"ttft_ms": 2000, "itl_ms": 50}},
+        "sweep": {"max_rounds": 4, "parallel_evals": 2, "max_eval_seconds": None, "random_seed": 1},
+    })
+    results = run_smart_search(config, results_dir=tmp_path)
+    assert len(results.ledger) == 8 and results[0].used_gpus == 10
+    missed = [c for c in results.ledger if c.status == "infeasible"]
+    assert missed and all(c.reason.startswith("sla: mean_") for c in missed)  # the bound missed is kept
+
+
 def test_min_gpus_with_request_rate_traffic_needs_a_goodput_floor():
     from spica.config import ConfigError
 
