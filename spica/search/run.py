@@ -8,6 +8,7 @@ merge → results folder.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import threading
@@ -220,11 +221,21 @@ def _search(
 
 def _results_writer() -> None:
     """What writing the results folder imports: matplotlib, and Dynamo's profiler modules that
-    build the manifests (with transformers and Dynamo's planner: ~3 s in all)."""
-    importlib.import_module("spica.results.report")
-    from spica.deploy.flags import profiler_modules
+    build the manifests (with transformers and Dynamo's planner: ~3 s in all).
 
-    profiler_modules()
+    Automatic garbage collection is off meanwhile. JAX hooks XLA's own collection into every
+    pass (gc.callbacks), and a pass set off by this thread's allocations, while a designer's
+    warm-up thread runs XLA with the GIL released, deadlocked a search for good: the collecting
+    thread waited for an XLA lock with the GIL held, and an XLA thread holding that lock waited
+    for the GIL."""
+    gc.disable()
+    try:
+        importlib.import_module("spica.results.report")
+        from spica.deploy.flags import profiler_modules
+
+        profiler_modules()
+    finally:
+        gc.enable()
 
 
 def _load_in_background(load: Callable[[], None]) -> threading.Thread:

@@ -46,6 +46,24 @@ def _alive(pids: set[int]) -> set[int]:
     return alive
 
 
+@pytest.fixture
+def leave_nothing():
+    """Whatever a failing test leaves of the search it started (a search that hung, say) is
+    killed at teardown, with every process it started."""
+    started: list[subprocess.Popen] = []
+    yield started.append
+    for process in started:
+        if process.poll() is None:
+            left = _descendants(process.pid)
+            process.kill()
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            process.wait(timeout=30)
+
+
 def _start(results: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
@@ -64,9 +82,10 @@ def _wait_for_evaluations(journal: Path, count: int, process: subprocess.Popen) 
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGKILL, -9)])
-def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code):
+def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, leave_nothing):
     results = tmp_path / "results"
     search = _start(results)
+    leave_nothing(search)
     journal = results / "evaluations.jsonl"
     _wait_for_evaluations(journal, 1, search)  # early: the study's JAX warm-up is still running
     started = _descendants(search.pid)
