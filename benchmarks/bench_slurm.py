@@ -18,6 +18,7 @@ Writes benchmarks/results/slurm.json.
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import subprocess
@@ -62,6 +63,7 @@ def _dispatch(times: list[tuple[datetime, datetime, datetime]]) -> list[float]:
 def _timed(pool: Any, tasks: list[Any]) -> dict[str, Any]:
     """Seconds to submit and to finish all tasks, when each result arrived (epoch), the results."""
     from spica.evaluation.evaluate import evaluate_task
+    from spica.evaluation.replay import prepare_worker
 
     started = time.perf_counter()
     arrived: list[float] = [0.0] * len(tasks)
@@ -78,6 +80,7 @@ def main() -> None:
     from spica.config import SmartSearchConfig
     from spica.search import run_smart_search
     from spica.evaluation.evaluate import evaluate_task
+    from spica.evaluation.replay import prepare_worker
     from spica.search.pool import ProcessPool, run_all
 
     config = SmartSearchConfig.from_mapping(CONFIG)
@@ -88,7 +91,7 @@ def main() -> None:
         eval_seconds = statistics.mean(candidate.seconds for candidate in measured)
         figures: dict[str, Any] = {"evaluations": len(tasks), "evaluation_seconds_in_process": round(eval_seconds, 3)}
         for workers in (1, 2):
-            pool = ProcessPool(workers, preload="spica.evaluation.evaluate")
+            pool = ProcessPool(workers, preload=functools.partial(prepare_worker, config.sweep.max_eval_seconds is not None))
             run_all(pool, evaluate_task, tasks[:workers])  # workers up and warm, as after a search's first round
             wall = _timed(pool, tasks)["wall"]
             pool.close()

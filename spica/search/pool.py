@@ -11,7 +11,7 @@ candidate.
 
 from __future__ import annotations
 
-import importlib
+import functools
 import multiprocessing
 import os
 import signal
@@ -84,8 +84,9 @@ class ProcessPool:
     """A spawn-context process pool that survives losing a worker; spawn because Replay's Rust
     runtime is not fork-safe.
 
-    `preload` (a module name) starts every worker at once and imports that module in it, so
-    the workers' start-up overlaps the caller's own set-up instead of the first round. When a
+    `preload` (a picklable function, e.g. spica.evaluation.replay.prepare_worker) starts every
+    worker at once and runs in it, so the workers' start-up overlaps the caller's own set-up
+    instead of the first round. When a
     worker dies, Python's pool fails every item in flight: this one starts a fresh pool and
     submits each of those items once more; an item that loses its worker twice fails alone,
     as WorkerLost. A pool none of whose workers ever came up cannot be healed (a script
@@ -95,7 +96,7 @@ class ProcessPool:
 
     RETRIES = 1
 
-    def __init__(self, workers: int, preload: str | None = None):
+    def __init__(self, workers: int, preload: Callable[[], None] | None = None):
         self.workers = workers
         self._preload = preload
         self._lock = threading.Lock()
@@ -165,16 +166,17 @@ class ProcessPool:
         broken.shutdown(wait=False, cancel_futures=True)
         return True
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Cancel what is queued; `wait`: until the items running finish and the workers end."""
         self._closed = True
         with self._lock:
             executor = self._executor
-        executor.shutdown(wait=True, cancel_futures=True)
+        executor.shutdown(wait=wait, cancel_futures=True)
 
 
-def _preload(module: str | None) -> None:
-    if module is not None:
-        importlib.import_module(module)
+def _preload(prepare: Callable[[], None] | None) -> None:
+    if prepare is not None:
+        prepare()
 
 
 def _worker_setup(parent: int) -> None:
@@ -192,7 +194,13 @@ def _exit_with(parent: int) -> None:
     os._exit(1)
 
 
-def local_pool(parallel_evals: int, per_round: int) -> EvaluationPool:
-    """docs/search.md step 5: min(parallel_evals, per_round) workers, only when both exceed 1."""
+def local_pool(parallel_evals: int, per_round: int, capped: bool = True) -> EvaluationPool:
+    """docs/search.md step 5: min(parallel_evals, per_round) workers, only when both exceed 1.
+    Each worker gets ready to replay as it starts (`capped`: the evaluations have a time cap,
+    so they replay in a child process; see spica/evaluation/replay.py)."""
+    from spica.evaluation.replay import prepare_worker
+
     workers = min(parallel_evals, per_round)
-    return ProcessPool(workers, preload="spica.evaluation.evaluate") if parallel_evals > 1 and per_round > 1 else InlinePool()
+    if parallel_evals > 1 and per_round > 1:
+        return ProcessPool(workers, preload=functools.partial(prepare_worker, capped))
+    return InlinePool()

@@ -8,13 +8,10 @@ merge → results folder.
 
 from __future__ import annotations
 
-import gc
-import importlib
 import logging
-import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
 from spica.deploy.settings import DeploySettings
@@ -25,7 +22,8 @@ from spica.results.ledger import Candidate, Journal
 from spica.results.outcome import SearchResults
 from spica.search.branches import branches_for
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, workload_params
-from spica.search.pool import EvaluationPool, local_pool
+from spica.results import writer as results_writer
+from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress
 from spica.search.rounds import BranchSearch, RoundLoop, lookahead
 from spica.search.spread import measure_spread
@@ -166,10 +164,13 @@ def _search(
     if measured:
         log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
 
+    sweep = config.sweep
     branches = branches_for(config)  # first: a model, SKU or version it cannot price is refused before any work
     own_pool = pool is None
-    pool = pool or local_pool(config.sweep.parallel_evals, config.sweep.per_round)  # its workers start meanwhile
+    pool = pool or local_pool(sweep.parallel_evals, sweep.per_round, sweep.max_eval_seconds is not None)  # workers start meanwhile
+    writer = None
     try:
+        writer = ProcessPool(1, preload=results_writer.prepare) if write else None  # it imports beside the search
         winners, predictor_report = _predictor_winners(plan)
         # Studies live in memory for one run: a resume replays them from the journal, asking
         # the same seeded questions and getting every finished answer back without a replay.
@@ -178,19 +179,21 @@ def _search(
             knobs = branch_knobs(config, branch.mode, branch.quant_knobs())
             study, has_backend, pool_size = _study_for(plan, branch, knobs)
             searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
-        sweep = config.sweep
         budget = sweep.max_rounds * sweep.per_round
         exhaustive = ALGORITHMS[sweep.algorithm].exhaustive
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
         meter = Progress(total=total, target=config.goal.objectives, enabled=progress)
         loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter)
-        warm_up = _load_in_background(_results_writer) if write else None  # while the replays run
         try:
             ledger = loop.run()
         finally:
             meter.close()
         best = _merge(config, ledger)
         measure_spread(plan, best, pool, announce=progress)
+    except BaseException:
+        if writer is not None:
+            writer.close(wait=False)  # an interrupted search does not wait for the writer's imports
+        raise
     finally:
         if own_pool:
             pool.close()
@@ -204,47 +207,19 @@ def _search(
         "evaluations_done_at": loop.finished_at,  # ... and when the last one came back (before the spread replays)
     }
     results = SearchResults(best, ledger, tallies, folder if write else None, plan)
-    if write:
-        from spica.results.report import write_results
-
-        write_results(folder, plan, results, predictor_report=predictor_report, timings=timings, branches=branches, deploy=deploy)
+    if writer is not None:
+        try:
+            task = ((folder, plan, results), dict(predictor_report=predictor_report, timings=timings, branches=branches, deploy=deploy))
+            writer.submit(results_writer.write, [task])[0].result()
+        finally:
+            writer.close()
     if progress:
         from spica.results.table import format_results
 
         print(format_results(config, results, timings))
         if write:
             print(f"results: {folder}")
-    if warm_up is not None:
-        warm_up.join()
     return results
-
-
-def _results_writer() -> None:
-    """What writing the results folder imports: matplotlib, and Dynamo's profiler modules that
-    build the manifests (with transformers and Dynamo's planner: ~3 s in all).
-
-    Automatic garbage collection is off meanwhile. JAX hooks XLA's own collection into every
-    pass (gc.callbacks), and a pass set off by this thread's allocations, while a designer's
-    warm-up thread runs XLA with the GIL released, deadlocked a search for good: the collecting
-    thread waited for an XLA lock with the GIL held, and an XLA thread holding that lock waited
-    for the GIL."""
-    gc.disable()
-    try:
-        importlib.import_module("spica.results.report")
-        from spica.deploy.flags import profiler_modules
-
-        profiler_modules()
-    finally:
-        gc.enable()
-
-
-def _load_in_background(load: Callable[[], None]) -> threading.Thread:
-    """Run an import-only warm-up in a thread: the main thread mostly waits on replays. It is
-    joined before the search returns: a thread still importing C extensions while the
-    interpreter shuts down can abort the process instead of letting it exit with its code."""
-    thread = threading.Thread(target=load, name="spica-import", daemon=True)
-    thread.start()
-    return thread
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:

@@ -1,0 +1,30 @@
+"""The results folder is written by a process of its own, started with the search.
+
+Writing imports matplotlib and Dynamo's profiler modules (with transformers, scikit-learn and
+Kubernetes' client: ~3.5 s of CPU). In the search's own process those imports ran beside the
+studies' asks, held the GIL they needed, and a garbage collection they set off once deadlocked
+a search against a designer warm-up's XLA thread. Here they run on another core while the
+search runs; the search hands over what it found and waits only for the writing itself.
+This module stays light: the search's process imports it, never what it writes with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+
+def prepare() -> None:
+    """The writer process's start: everything writing the folder imports."""
+    import spica.results.report  # noqa: F401  (matplotlib)
+    from spica.deploy.flags import profiler_modules
+
+    profiler_modules()
+
+
+def write(task: tuple[tuple[Any, ...], Mapping[str, Any]]) -> Path:
+    """spica.results.report.write_results(*args, **kwargs), in the writer process."""
+    from spica.results.report import write_results
+
+    args, kwargs = task
+    return write_results(*args, **kwargs)
