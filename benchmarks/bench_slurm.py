@@ -97,7 +97,8 @@ def main() -> None:
             pool.close()
             figures[f"local_{workers}"] = {"wall_s": round(wall, 2), "evaluations_per_min": round(60 * len(tasks) / wall, 1)}
         for workers in (1, 2):
-            with SlurmPool(Path(scratch) / f"slurm{workers}", max_parallel=workers, timeout_min=15) as pool:
+            # on the host's venv, as the local pool: the figures are SLURM's own cost, not the image's start
+            with SlurmPool(Path(scratch) / f"slurm{workers}", max_parallel=workers, timeout_min=15, container_image=None) as pool:
                 run = _timed(pool, tasks)
                 times = _sacct_times(pool.job_ids())
             own = [result.seconds for result in run["results"]]

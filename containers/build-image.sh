@@ -10,11 +10,13 @@
 #                (or dockerd://) to get the .sqsh that `srun --container-image=` takes.
 #   PYTHON       the venv python whose interpreter the image carries (default <repo>/.venv/bin/python)
 # Cached: the base (debootstrap of this host's Debian release + the packages holding the
-# interpreter's libraries, ~3 min) and each image are skipped when already in podman's store;
+# interpreter's libraries, ~1.5 min) and each image are skipped when already in podman's store;
 # the self-contained image's dependency layer is reused while the lock files are unchanged.
 # The wheels come from ${SPICA_WHEELHOUSE:-~/.cache/spica/wheels} (bin/setup fills it); the
-# build itself uses no network. Also tags <name>:latest. Needs root, podman and debootstrap
-# (containers/podman.sh installs them). Progress on stderr.
+# build itself uses no network. Also tags <name>:latest, and removes the image that tag named
+# before (unless a container or a child image still uses it), so podman's store does not grow
+# build after build. Needs root, podman and debootstrap (containers/podman.sh installs them).
+# Progress on stderr.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -120,10 +122,29 @@ if [[ $target == planner ]] && ! ls "$wheelhouse"/aiconfigurator-$planner_aic-*.
   echo "build-image.sh: fetching aiconfigurator $planner_aic into $wheelhouse" >&2
   bounded 300 "$python" -m pip download --disable-pip-version-check --quiet --no-deps -d "$wheelhouse" "aiconfigurator==$planner_aic" >&2
 fi
+previous=$(bounded 120 podman image inspect --format '{{.Id}}' "$name:latest" 2>/dev/null || true)  # removed below
 started=$SECONDS
 bounded 2400 podman build --quiet --network=none --target "$target" -v "$wheelhouse:/wheels:ro" -f "$repo/Dockerfile" \
   --build-arg BASE_IMAGE="$base" --build-arg PYTHON_PREFIX="$prefix" --build-arg PLANNER_AIC_VERSION="$planner_aic" \
   -t "$image" -t "$name:latest" "$work/context" >/dev/null
 echo "build-image.sh: built $image in $((SECONDS - started)) s ($(podman image inspect --format '{{.Size}}' "$image" | awk '{printf "%.2f GB", $1 / 1e9}'))" >&2
+# The image <name>:latest named before goes: its <name>:<hash> tags are dropped (dropping an image's
+# last tag removes it) and, left untagged, it is removed; podman refuses while a container or a
+# child image uses it, and then it stays.
+tags_of() { bounded 120 podman image inspect --format '{{range .RepoTags}}{{println .}}{{end}}' "$1" 2>/dev/null || true; }
+current=$(bounded 120 podman image inspect --format '{{.Id}}' "$image")
+if [[ -n $previous && $previous != "$current" ]]; then
+  for tag in $(tags_of "$previous" | grep -E "^$name:[0-9a-f]{12}\$" || true); do  # this script's own tags
+    bounded 120 podman rmi "$tag" >/dev/null 2>&1 || true
+  done
+  if exists "$previous" && [[ -z $(tags_of "$previous") ]]; then
+    bounded 120 podman rmi "$previous" >/dev/null 2>&1 || true
+  fi
+  if exists "$previous"; then
+    echo "build-image.sh: kept ${previous:0:12}, the image $name:latest named before (a container, a child image or another tag holds it)" >&2
+  else
+    echo "build-image.sh: removed ${previous:0:12}, the image $name:latest named before" >&2
+  fi
+fi
 save
 echo "$image"

@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
+
+from spica.errors import UserError
 
 ContainerEngine = Literal["podman", "pyxis"]
 ContainerMode = Literal["self-contained", "shared-fs"]
@@ -131,3 +135,38 @@ class Container:
         if self.workdir:
             args.append(f"--container-workdir={self.workdir}")
         return args
+
+
+class ImageMissing(UserError):
+    """The image a job would run in is not on this host; one line naming the setting and the fixes."""
+
+
+def _podman_has(image: str) -> bool | None:
+    """Whether podman's store on this host holds `image`; None: no podman here."""
+    if shutil.which("podman") is None:
+        return None
+    try:
+        done = subprocess.run(["podman", "image", "exists", image], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise ImageMissing(f"podman image exists {image} did not answer in 60 s; check podman on this host") from None
+    if done.returncode > 1:
+        detail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise ImageMissing(f"podman image exists {image} failed: {detail}")
+    return done.returncode == 0
+
+
+def ensure_image(container: Container | None, *, cluster: str, setting: str, host: str) -> None:
+    """Before any job is submitted: the podman image the jobs run in is in this host's store.
+    Otherwise one line naming `setting`, how to build Spica's image and how to run on the host
+    instead (`host`, e.g. "set container_image=None"). A SLURM job's image is checked only when this
+    host has podman (the nodes may have it when the login node does not); pyxis images are
+    enroot's to find."""
+    if container is None or container.engine != "podman":
+        return
+    present = _podman_has(container.image)
+    if present is None and cluster != "local":
+        return
+    if not present:
+        where = "podman is not installed on this host" if present is None else "not in podman's store on this host"
+        raise ImageMissing(f"{setting}={container.image}: {where}; build Spica's image with `bash containers/build-image.sh` "
+                           f"(root; it tags localhost/spica:latest), give another image, or {host} to run on the host")

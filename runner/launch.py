@@ -1,5 +1,6 @@
-"""Run a compiled plan as a submitit job: on local processes or a SLURM node, optionally
-inside one of Spica's images (runner/container.py: self-contained by default).
+"""Run a compiled plan as a submitit job: on local processes or a SLURM node, inside Spica's
+self-contained image by default (localhost/spica:latest; runner/container.py), or on the host's
+venv with container_image=None.
 
     job = submit_plan("plan.json", "out/", cluster="slurm", slurm_partition="debug")
     results_dir = collect(job)
@@ -20,8 +21,9 @@ from submitit.core.utils import FailedJobError, UncompletedJobError
 
 import yaml
 
-from runner.container import Container, ContainerEngine, ContainerMode, job_mounts
+from runner.container import Container, ContainerEngine, ContainerMode, ensure_image, job_mounts
 from runner.executors import make_executor
+from spica.executors import DEFAULT_IMAGE
 
 
 class PlanJobFailed(RuntimeError):
@@ -52,7 +54,7 @@ def submit_plan(
     *,
     cluster: str = "local",
     slurm_partition: str | None = None,
-    container_image: str | None = None,
+    container_image: str | None = DEFAULT_IMAGE,
     container_engine: ContainerEngine = "podman",
     container_mode: ContainerMode = "self-contained",
     timeout_min: int = 120,
@@ -66,6 +68,9 @@ def submit_plan(
     """Submit `run_plan_file(plan_path, out_dir)`; returns the submitit job.
 
     cluster: where it runs, an executor of spica/executors.py (local, slurm).
+    container_image: the image the job runs in (default Spica's self-contained image; a podman
+    image missing from this host is a one-line error before anything is submitted); None: the
+    host's venv. container_mode="shared-fs": an interpreter image with the repo and venv mounted.
 
     folder: submitit's job files and logs (default <out_dir>/submitit). In a container the job
     sees the plan file and its trace read-only, out_dir, folder and the search's caches
@@ -83,6 +88,7 @@ def submit_plan(
                   workdir=str(out))
         if container_image is not None else None
     )
+    ensure_image(container, cluster=cluster, setting="container_image", host="set container_image=None")
     executor = make_executor(
         job_folder, cluster=cluster, timeout_min=timeout_min, slurm_partition=slurm_partition,
         container=container, cpus_per_task=cpus_per_task, mem_gb=mem_gb,

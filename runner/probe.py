@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from tempfile import mkdtemp
 
-from runner.container import Container, job_mounts
+from runner.container import Container, ImageMissing, ensure_image, job_mounts
 from runner.executors import make_executor
 from spica.executors import EXECUTORS
 
@@ -79,6 +79,10 @@ def main(argv: list[str] | None = None) -> None:
                   job_mounts(args.container_mode, writes=(folder,)), str(folder))
         if args.container_image else None
     )
+    try:
+        ensure_image(container, cluster=args.cluster, setting="--container-image", host="leave out --container-image")
+    except ImageMissing as error:
+        parser.exit(2, f"{parser.prog}: {error}\n")
     executor = make_executor(folder, cluster=args.cluster, timeout_min=5,
                              slurm_partition=args.partition, container=container, job_name="spica-probe")
     job = executor.submit(describe_environment)

@@ -31,8 +31,9 @@ from typing import Any
 
 import submitit
 
-from runner.container import Container, ContainerEngine, ContainerMode, job_mounts
+from runner.container import Container, ContainerEngine, ContainerMode, ensure_image, job_mounts
 from runner.executors import make_executor
+from spica.executors import DEFAULT_IMAGE
 
 
 class _ReturnExceptions(submitit.helpers.Checkpointable):
@@ -62,7 +63,10 @@ def _transportable(error: Exception) -> Exception:
 
 
 class SlurmPool:
-    """Evaluate items as SLURM array tasks; see the module docstring for the protocol."""
+    """Evaluate items as SLURM array tasks; see the module docstring for the protocol.
+
+    container_image: the image each task runs in (default Spica's self-contained image, checked
+    on this host before anything is submitted); None: the host's venv."""
 
     def __init__(
         self,
@@ -70,7 +74,7 @@ class SlurmPool:
         *,
         slurm_partition: str | None = None,
         max_parallel: int = 16,
-        container_image: str | None = None,
+        container_image: str | None = DEFAULT_IMAGE,
         container_engine: ContainerEngine = "podman",
         container_mode: ContainerMode = "self-contained",
         timeout_min: int = 30,
@@ -86,6 +90,7 @@ class SlurmPool:
                       job_mounts(container_mode, reads=mounts, writes=(job_folder,)), workdir=str(job_folder))
             if container_image is not None else None
         )
+        ensure_image(container, cluster="slurm", setting="evaluation.container_image", host="set evaluation.container_image=null")
         self._executor = make_executor(
             job_folder, cluster="slurm", timeout_min=timeout_min, slurm_partition=slurm_partition,
             container=container, cpus_per_task=cpus_per_task, mem_gb=mem_gb,

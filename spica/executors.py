@@ -26,6 +26,12 @@ if TYPE_CHECKING:
     from spica.search.pool import EvaluationPool
 
 
+DEFAULT_IMAGE = "localhost/spica:latest"
+"""Spica's self-contained image (containers/build-image.sh builds it and moves this tag): where
+plan jobs, SLURM evaluation workers and Hydra multirun jobs run unless told to use another image
+or (None) the host's venv."""
+
+
 class LocalSettings(_Frozen):
     """Spica's own process pool on this machine (`sweep.parallel_evals` workers): nothing to set."""
 
@@ -35,7 +41,7 @@ class SlurmSettings(_Frozen):
 
     slurm_partition: str | None = None  # null: the cluster's default partition
     max_parallel: PositiveInt = 16  # array tasks running at once
-    container_image: str | None = None  # run each evaluation inside this image (podman)
+    container_image: str | None = DEFAULT_IMAGE  # each evaluation runs inside this image (podman); null: on the host's venv
     container_mode: Literal["self-contained", "shared-fs"] = "self-contained"  # shared-fs: mount the repo and venv
 
 

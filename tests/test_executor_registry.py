@@ -3,14 +3,18 @@ block, the command's pool, runner's launches and probes, and the Hydra launchers
 
 from __future__ import annotations
 
+import shlex
+import sys
+
 import pytest
+import yaml
 from hydra.core.config_store import ConfigStore
 
 from hydra_plugins.spica_launcher import spica_launcher  # noqa: F401 - stores the launchers
 from runner import probe
 from runner.executors import make_executor
 from runner.slurm_pool import SlurmPool
-from spica import executors
+from spica import cli, executors
 from spica.cli import evaluation_pool
 from spica.config.app import EvaluationSettings, split_app_settings
 from spica.config.errors import ConfigError
@@ -50,12 +54,36 @@ def test_each_executor_validates_its_own_settings():
         executors.SlurmSettings.model_validate({"max_paralel": 2})
 
 
-def test_the_pool_is_the_executors_with_its_settings_and_job_folder(tmp_path):
+def test_the_pool_is_the_executors_with_its_settings_and_job_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr("runner.container._podman_has", lambda image: image == executors.DEFAULT_IMAGE)
     assert evaluation_pool(EvaluationSettings(), str(tmp_path)) is None  # Spica's own process pool
-    pool = evaluation_pool(EvaluationSettings(executor="slurm", max_parallel=3), str(tmp_path), "trace.jsonl")
+    trace = tmp_path / "trace.jsonl"
+    pool = evaluation_pool(EvaluationSettings(executor="slurm", max_parallel=3), str(tmp_path), str(trace))
     assert isinstance(pool, SlurmPool)
     assert pool._executor.folder == (tmp_path / "slurm").resolve()
     assert pool._executor.parameters["array_parallelism"] == 3
+    argv = shlex.split(pool._executor.python)  # in the self-contained image by default
+    assert argv[:3] == ["podman", "run", "--rm"] and "--network=none" in argv and "--cap-drop=all" in argv
+    assert argv[-2:] == ["--entrypoint=/opt/spica/bin/python", "localhost/spica:latest"]
+    assert f"--volume={trace}:{trace}:ro" in argv and f"--workdir={(tmp_path / 'slurm').resolve()}" in argv
+    on_host = evaluation_pool(EvaluationSettings(executor="slurm", container_image=None), str(tmp_path))
+    assert on_host._executor.python == sys.executable
+
+
+def test_a_missing_evaluation_image_is_one_line_from_the_command_before_the_search(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("runner.container._podman_has", lambda image: False)
+    monkeypatch.setattr("spica.search.run_smart_search", lambda *a, **k: pytest.fail("the search started"))
+    config = tmp_path / "search.yaml"
+    config.write_text(yaml.safe_dump({**BASE, "search_space": {"model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm"}}))
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--config-file", str(config), "evaluation.executor=slurm", f"results_dir={tmp_path / 'out'}"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "spica: invalid input:",
+        "  evaluation.container_image=localhost/spica:latest: not in podman's store on this host; build Spica's image with "
+        "`bash containers/build-image.sh` (root; it tags localhost/spica:latest), give another image, or set "
+        "evaluation.container_image=null to run on the host"]
+    assert not (tmp_path / "out" / "slurm").exists()
 
 
 def test_jobs_take_what_their_executor_supports(tmp_path):

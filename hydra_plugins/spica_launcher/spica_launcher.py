@@ -23,7 +23,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
-from spica.executors import EXECUTORS
+from spica.executors import DEFAULT_IMAGE, EXECUTORS
 
 
 @dataclass
@@ -39,7 +39,7 @@ class ContainerLauncherConf:
     mem_gb: Optional[float] = None
     max_num_timeout: int = 3
     array_parallelism: int = 16
-    container_image: str = "localhost/spica:latest"
+    container_image: str = DEFAULT_IMAGE
     container_engine: str = "podman"
     container_mode: str = "self-contained"
     container_mounts: List[str] = field(default_factory=list)  # more host paths a job may read
@@ -49,9 +49,9 @@ class ContainerLauncher(BaseSubmititLauncher):
     """Hydra's submitit job protocol, with the executor from runner.executors in a container."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from runner.container import Container, job_mounts
+        from runner.container import Container, ensure_image, job_mounts
         from runner.executors import make_executor
-        from spica.cli import CONF_DIR
+        from spica.cli import CONF_DIR, _user_errors
 
         assert self.config is not None
         options = dict(self.params)
@@ -66,6 +66,9 @@ class ContainerLauncher(BaseSubmititLauncher):
         mode = options["container_mode"]
         container = Container(options["container_image"], options["container_engine"], mode,
                               job_mounts(mode, reads=tuple(reads), writes=tuple(writes)), workdir=os.getcwd())
+        with _user_errors():  # one line and exit 2, as the command's own input errors (Hydra would print a traceback)
+            ensure_image(container, cluster=options["cluster"], setting="hydra.launcher.container_image",
+                         host=f"use hydra/launcher=submitit_{options['cluster']}")
         executor = make_executor(
             folder, cluster=options["cluster"], timeout_min=options["timeout_min"],
             slurm_partition=options["partition"], container=container, cpus_per_task=options["cpus_per_task"],

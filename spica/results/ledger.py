@@ -102,7 +102,26 @@ def ensure_results_folder(folder: Path) -> None:
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        raise ConfigError([f"results_dir: {folder} cannot hold results ({exc.strerror or exc})"]) from None
+        raise ConfigError([f"results_dir: {folder} cannot hold results ({exc.strerror or exc}){_ownership_hint(folder, exc)}"]) from None
+
+
+def _ownership_hint(folder: Path, exc: OSError) -> str:
+    """How to fix a folder another user owns; in a container (podman sets $container) the usual
+    cause is a host folder mounted without handing it to the image's user."""
+    if not isinstance(exc, PermissionError):
+        return ""
+    existing = next((path for path in (folder, *folder.parents) if path.exists()), None)
+    try:
+        owner = existing.stat().st_uid if existing else None
+    except OSError:
+        return ""
+    uid = os.getuid()
+    if owner is None or owner == uid:
+        return ""
+    where = f"{'it' if existing == folder else existing} belongs to uid {owner}, Spica runs as uid {uid}: "
+    if os.environ.get("container"):
+        return f"; {where}mount the host folder with :U (podman run -v HOST:{existing}:U) or chown it to uid {uid}"
+    return f"; {where}chown it to uid {uid} or choose another folder"
 
 
 class Journal:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from spica.results.ledger import Candidate, Journal
+import pytest
+
+from spica.config.errors import ConfigError
+from spica.results.ledger import Candidate, Journal, ensure_results_folder
 
 
 def record(index: int, plan: str = "plan") -> Candidate:
@@ -65,3 +68,20 @@ def test_an_overrun_is_measured_again_only_under_a_longer_cap():
     overrun = Candidate("k", "agg", 0, "infeasible", {}, reason="exceed runtime: replay exceeded the 60 s time cap", seconds=60.2)
     assert not overrun.overran_before(60.0) and overrun.overran_before(600.0) and overrun.overran_before(None)
     assert not Candidate("k", "agg", 0, "feasible", {}, seconds=1.0).overran_before(None)
+
+
+def test_a_folder_another_user_owns_is_one_line_saying_how_to_hand_it_over(tmp_path, monkeypatch):
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    owner = tmp_path.stat().st_uid  # root may write anywhere: play a process of another uid
+    monkeypatch.setattr("os.getuid", lambda: owner + 10001)
+    monkeypatch.setattr("pathlib.Path.write_text", refused)
+    monkeypatch.delenv("container", raising=False)
+    with pytest.raises(ConfigError) as info:
+        ensure_results_folder(tmp_path)
+    assert info.value.lines == [f"results_dir: {tmp_path} cannot hold results (Permission denied); it belongs to uid "
+                                f"{owner}, Spica runs as uid {owner + 10001}: chown it to uid {owner + 10001} or choose another folder"]
+    monkeypatch.setenv("container", "podman")
+    with pytest.raises(ConfigError, match=rf"; it belongs to uid {owner}, .*mount the host folder with :U \(podman run -v HOST:{tmp_path}:U\)"):
+        ensure_results_folder(tmp_path)

@@ -37,3 +37,17 @@ def test_a_multirun_on_slurm_runs_each_search_in_the_image(slurm_partition, runt
     assert all((sweep / job / "ledger.json").is_file() for job in ("0", "1"))
     sbatch = "".join(path.read_text() for path in (sweep / ".submitit").glob("*_submission.sh"))
     assert f"--entrypoint=/opt/spica/bin/python {runtime_image}" in sbatch
+
+
+@pytest.mark.e2e
+def test_a_missing_image_is_one_line_before_any_job(docker_host, tmp_path):
+    argv = [sys.executable, "-m", "spica", "-m", "hydra/launcher=spica_local", f"hydra.sweep.dir={tmp_path / 'multirun'}",
+            "hydra.launcher.container_image=localhost/spica-missing:0", "sweep.random_seed=1,2", *SMALL_SEARCH]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=os.environ)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.splitlines() == [
+        "spica: invalid input:",
+        "  hydra.launcher.container_image=localhost/spica-missing:0: not in podman's store on this host; build Spica's "
+        "image with `bash containers/build-image.sh` (root; it tags localhost/spica:latest), give another image, or use "
+        "hydra/launcher=submitit_local to run on the host"]
+    assert not (tmp_path / "multirun" / ".submitit").exists()

@@ -3,6 +3,8 @@ run offline with nothing mounted but the input (read-only) and the results folde
 
 from __future__ import annotations
 
+import csv
+import json
 import subprocess
 from pathlib import Path
 
@@ -45,3 +47,38 @@ def test_a_config_file_search_in_the_image(runtime_image, tmp_path):
     done = _run(runtime_image, tmp_path / "cfg", tmp_path / "out", "--config-file", "/in/search.yaml", "results_dir=/out")
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "out" / "best.csv").is_file()
+
+
+def _plan_dir(tmp_path: Path) -> Path:
+    plan = spica.plan.compile_plan(SmartSearchConfig.from_mapping(CONFIG)).write(tmp_path / "plans" / "p.yaml")
+    plan.parent.chmod(0o755)  # readable by the image's non-root user
+    return plan.parent
+
+
+def test_the_readme_command_line_writes_the_ledger_and_the_best_candidate(runtime_image, tmp_path):
+    plans, out = _plan_dir(tmp_path), tmp_path / "out"
+    out.mkdir()
+    argv = ["podman", "run", "--rm", "--network=none", "-v", f"{plans}:/plans:ro", "-v", f"{out}:/out:U",
+            runtime_image, "run-plan", "/plans/p.yaml", "-o", "/out"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ledger = json.loads((out / "ledger.json").read_text())
+    with (out / "best.csv").open() as rows:
+        best = list(csv.DictReader(rows))
+    assert len(ledger) == 1 and ledger[0]["status"] == "feasible"
+    assert [(row["rank"], row["key"], row["deployment"]) for row in best] == [("1", ledger[0]["key"], "agg vllm 1xtp1")]
+    assert (out / "deploy" / f"01-{ledger[0]['key']}" / "dynamo.yaml").is_file()
+
+
+def test_a_results_folder_mounted_without_U_is_one_line_naming_it_and_the_fix(runtime_image, tmp_path):
+    plans, out = _plan_dir(tmp_path), tmp_path / "out"
+    out.mkdir()  # root's: the image's user (uid 10001) cannot write it
+    argv = ["podman", "run", "--rm", "--network=none", "-v", f"{plans}:/plans:ro", "-v", f"{out}:/out",
+            runtime_image, "run-plan", "/plans/p.yaml", "-o", "/out"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.splitlines() == [
+        "spica: invalid input:",
+        "  results_dir: /out cannot hold results (Permission denied); it belongs to uid 0, Spica runs as uid 10001: "
+        "mount the host folder with :U (podman run -v HOST:/out:U) or chown it to uid 10001"]
+    assert list(out.iterdir()) == []

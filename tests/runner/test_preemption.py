@@ -82,7 +82,7 @@ def test_a_plan_job_requeued_by_scontrol_and_by_its_time_limit_does_each_evaluat
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     out = tmp_path / "out"
     job = submit_plan(plan, out, cluster="slurm", slurm_partition=slurm_partition, timeout_min=2,
-                      signal_delay_s=120 - SIGNAL_AFTER_S, max_num_timeout=10, cpus_per_task=1)
+                      signal_delay_s=120 - SIGNAL_AFTER_S, max_num_timeout=10, cpus_per_task=1, container_image=None)
     deadline, requeued, held_since, resumed_at = time.monotonic() + 600, False, None, None
     try:
         while not job.done():

@@ -34,8 +34,9 @@ def _search_on_slurm(tmp_path, settings: EvaluationSettings):
     return results
 
 
-def test_candidate_evaluations_fan_out_over_slurm(tmp_path, slurm_partition):
-    _search_on_slurm(tmp_path, EvaluationSettings(executor="slurm", slurm_partition=slurm_partition, max_parallel=2))
+def test_candidate_evaluations_fan_out_over_slurm_on_the_host(tmp_path, slurm_partition):
+    _search_on_slurm(tmp_path, EvaluationSettings(executor="slurm", slurm_partition=slurm_partition, max_parallel=2,
+                                                  container_image=None))
 
 
 def test_slurm_workers_run_in_the_self_contained_image(tmp_path, slurm_partition, runtime_image):

@@ -13,7 +13,8 @@ from spica.search.pool import run_all
 
 @pytest.mark.e2e
 def test_results_come_back_in_order_with_the_exception_of_a_failing_item_in_order_and_the_exception_of_a_failing_item(slurm_partition, tmp_path):
-    with SlurmPool(tmp_path / "pool", slurm_partition=slurm_partition, max_parallel=2, timeout_min=5) as pool:
+    with SlurmPool(tmp_path / "pool", slurm_partition=slurm_partition, max_parallel=2, timeout_min=5,
+                   container_image=None) as pool:
         results = run_all(pool, math.sqrt, [16.0, 4.0, -1.0, 9.0])
         assert run_all(pool, math.sqrt, []) == []
     assert results[:2] == [4.0, 2.0] and results[3] == 3.0
@@ -24,7 +25,7 @@ def test_results_come_back_in_order_with_the_exception_of_a_failing_item_in_orde
 
 def test_max_parallel_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match=r"^max_parallel=0 must be >= 1$"):
-        SlurmPool(tmp_path, max_parallel=0)
+        SlurmPool(tmp_path, max_parallel=0, container_image=None)
 
 
 class _NeedsTwoArguments(Exception):
