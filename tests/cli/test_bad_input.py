@@ -3,6 +3,9 @@ naming the field and what is allowed, no traceback, within seconds."""
 
 from __future__ import annotations
 
+import errno
+import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -125,6 +128,73 @@ def test_results_folders_that_cannot_hold_results(tmp_path, capsys):
     refused(capsys, ["--config-file", str(config), "--results-dir", str(a_file)], f"results_dir: {a_file} cannot hold results")
     refused(capsys, ["--config-file", str(config), "--results-dir", str(a_file / "under")], f"results_dir: {a_file / 'under'} cannot hold results")
     refused(capsys, ["--config-file", str(config), "--results-dir", "/proc/spica-results"], "results_dir: /proc/spica-results cannot hold results")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """Mount real tmpfs file systems (root only; in CI as root they must mount), unmounted at teardown."""
+    mounted: list[Path] = []
+
+    def mount(options: str) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a real full or read-only file system (tmpfs) needs root")
+        where = tmp_path / f"fs{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True)
+        if done.returncode:
+            message = f"mount -t tmpfs -o {options} is not permitted here: {done.stderr.strip()}"
+            if os.environ.get("CI") == "true":
+                pytest.fail(message)
+            pytest.skip(message)
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in reversed(mounted):
+        if subprocess.run(["umount", str(where)]).returncode:  # busy: a file the code under test left open
+            subprocess.run(["umount", "--lazy", str(where)], check=True)
+
+
+def _fill(folder: Path, leave_bytes: int = 0) -> None:
+    """Write zeros until the file system has at most `leave_bytes` free (0: until ENOSPC)."""
+    with (folder / "filler").open("wb", buffering=0) as handle:
+        try:
+            while (free := os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize) > leave_bytes:
+                handle.write(bytes(min(free - leave_bytes, 2**20)) if leave_bytes else bytes(2**20))
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC and not leave_bytes
+
+
+def test_a_results_folder_on_a_full_disk_is_refused_before_any_work(tmp_path, capsys, tmpfs):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    full = tmpfs("size=1m")
+    _fill(full)
+    assert os.statvfs(full).f_bavail == 0
+    line = refused(capsys, ["--config-file", str(config), "--results-dir", str(full / "out")], f"results_dir: {full / 'out'} has 0.0 MiB free")
+    assert line.endswith("less than the 16 MiB a search needs for its results; free some space or choose another folder")
+    assert sorted(path.name for path in (full / "out").iterdir()) == []  # nothing written, not even the lock
+    nearly = tmpfs("size=24m")
+    _fill(nearly, leave_bytes=8 * 2**20)  # 8 MiB free: a first replay's worth, not a search's results
+    refused(capsys, ["--config-file", str(config), "--results-dir", str(nearly)], f"results_dir: {nearly} has 8.0 MiB free, less than the 16 MiB")
+    assert not (nearly / "evaluations.jsonl").exists()
+
+
+def test_a_results_folder_with_room_passes_the_check(tmpfs):
+    from spica.results.ledger import ensure_results_folder
+
+    roomy = tmpfs("size=24m")
+    ensure_results_folder(roomy / "out")
+    assert list((roomy / "out").iterdir()) == []  # the probe is gone
+
+
+def test_a_results_folder_on_a_read_only_file_system_is_refused_before_any_work(tmp_path, capsys, tmpfs):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    read_only = tmpfs("ro,size=24m")
+    for folder in (read_only, read_only / "new"):
+        refused(capsys, ["--config-file", str(config), "--results-dir", str(folder)], f"results_dir: {folder} cannot hold results (Read-only file system)")
+    assert list(read_only.iterdir()) == []
 
 
 def _plan(tmp_path) -> Path:
