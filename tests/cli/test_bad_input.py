@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -110,6 +111,9 @@ OVERRIDES = [
     (["search_space.backend=[tensorrt]"], "search_space.backend[0]: 'tensorrt' is not one of vllm, sglang, trtllm"),
     (["goal.target=pareto", "goal.pareto_objectives=[pareto, throughput]"], "goal.pareto_objectives: pareto is not an objective"),
     (["workload.num_request_ratio=0"], "workload.num_request_ratio: 0: input should be greater than 0"),
+    (["workload.trace_path=/etc/shadow"], "workload.trace_path: /etc/shadow"),  # not a trace (root reads it; others may not)
+    (["search_space.model_name=Qwen/Qwen3-33B"], "search_space.model_name: 'Qwen/Qwen3-33B' is not among AI Configurator's"),
+    (["sweep.random_seed=3", "search_space.gpu_budget=100000"], "search_space.gpu_budget: 100000 is above the 1024 GPUs Spica enumerates"),
 ]
 
 
@@ -128,6 +132,66 @@ def test_results_folders_that_cannot_hold_results(tmp_path, capsys):
     refused(capsys, ["--config-file", str(config), "--results-dir", str(a_file)], f"results_dir: {a_file} cannot hold results")
     refused(capsys, ["--config-file", str(config), "--results-dir", str(a_file / "under")], f"results_dir: {a_file / 'under'} cannot hold results")
     refused(capsys, ["--config-file", str(config), "--results-dir", "/proc/spica-results"], "results_dir: /proc/spica-results cannot hold results")
+
+
+def test_an_unreadable_or_secret_file_as_trace_says_so_and_shows_none_of_it(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    line = refused(capsys, ["--config-file", str(config), "--results-dir", str(tmp_path / "out"), "workload.trace_path=/etc/shadow"],
+                   "workload.trace_path: /etc/shadow")
+    assert line.endswith(("line 1: not a JSON object (a mooncake trace has one per line)", "cannot be read (Permission denied)"))
+    secret = Path("/etc/shadow").read_text().splitlines()[0] if os.access("/etc/shadow", os.R_OK) else ""
+    assert not secret or secret.split(":", 1)[0] + ":" not in line  # no line of the file is echoed
+    assert not (tmp_path / "out" / "evaluations.jsonl").exists()
+
+
+def _alias_bomb(path: Path) -> Path:
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]  # 10^9 values expanded
+    path.write_text("search_space:\n  model_name: Qwen/Qwen3-32B\n  hardware_sku: h200_sxm\n  x:\n"
+                    + "".join(f"    {line}\n" for line in levels) + LOAD)
+    return path
+
+
+@pytest.mark.parametrize("overrides", [[], ["sweep.random_seed=3"], ["sweep.random_seed=3", "workload.isl=512"]],
+                         ids=["alone", "one-override", "two-overrides"])
+def test_an_alias_bomb_is_refused_quickly_with_or_without_overrides(tmp_path, capsys, overrides):
+    bomb = _alias_bomb(tmp_path / "bomb.yaml")
+    started = time.monotonic()
+    line = refused(capsys, ["--config-file", str(bomb), "--results-dir", str(tmp_path / "out"), *overrides],
+                   f"{bomb}: its aliases expand to more than 100,000 values")
+    assert time.monotonic() - started < 5, line
+    assert not (tmp_path / "out").exists()
+
+
+NO_NETWORK = """
+import socket, sys
+def refuse(*args, **kwargs):
+    print("spica-test: a network connection was attempted", file=sys.stderr)
+    raise OSError("network disabled by the test")
+socket.socket.connect = socket.socket.connect_ex = refuse
+socket.create_connection = socket.getaddrinfo = refuse
+sys.argv = ["spica", *sys.argv[1:]]
+from spica.cli import main
+main()
+"""
+
+
+def test_an_unknown_model_is_refused_without_touching_the_network(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE.replace("Qwen/Qwen3-32B", "Qwen/Qwen3-33B") + LOAD)
+    env = {**os.environ, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"}  # offline switches would hide a lookup
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", NO_NETWORK, "--config-file", str(config), "--results-dir", str(tmp_path / "out")],
+                          cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=120)
+    assert time.monotonic() - started < 60
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "network connection was attempted" not in done.stderr and "Traceback" not in done.stderr
+    problems = [line.strip() for line in done.stderr.splitlines() if line.startswith("  ")]
+    assert len(problems) == 1, done.stderr
+    assert problems[0].startswith("search_space.model_name: 'Qwen/Qwen3-33B' is not among AI Configurator's ")
+    assert problems[0].endswith("bundled models and is not a local folder with a config.json; close names: "
+                                "Qwen/Qwen3-32B, Qwen/Qwen3-8B, Qwen/Qwen3-30B-A3B, Qwen/Qwen3-1.7B")
 
 
 @pytest.fixture
