@@ -187,3 +187,27 @@ def test_a_pool_worker_killed_mid_search_costs_nothing(tmp_path, leave_nothing):
     keys = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip()]
     assert len(keys) == len(set(keys)) == S1_EVALUATIONS
 
+
+def test_a_second_search_into_a_folder_in_use_is_refused_while_the_first_finishes(tmp_path, leave_nothing):
+    results = tmp_path / "results"
+    first = _start(results)
+    leave_nothing(first)
+    _wait_for_evaluations(results / "evaluations.jsonl", 1, first)  # the first holds the folder and is replaying
+    started = time.monotonic()
+    second = subprocess.run(
+        [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
+         "--results-dir", str(results), "sweep.max_rounds=10"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert time.monotonic() - started < 60
+    assert second.returncode == 2, second.stderr[-3000:]
+    assert "Traceback" not in second.stderr
+    problems = [line.strip() for line in second.stderr.splitlines() if line.startswith("  ")]
+    assert problems == [f"results_dir: {results} is in use by another search (PID {first.pid}); wait for it or choose another folder"], second.stderr
+    assert first.poll() is None, "the first search is still running when the second is refused"
+    _, stderr = first.communicate(timeout=600)
+    assert first.returncode == 0, stderr[-3000:]
+    tallies = json.loads((results / "summary.json").read_text())["tallies"]
+    assert sum(tallies[status] for status in ("feasible", "infeasible", "failed", "unsupported")) == S1_EVALUATIONS, tallies
+    keys = [json.loads(line)["key"] for line in (results / "evaluations.jsonl").read_text().splitlines() if line.strip()]
+    assert len(keys) == len(set(keys)) == S1_EVALUATIONS  # the second search added nothing
