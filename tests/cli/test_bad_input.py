@@ -153,8 +153,10 @@ def _alias_bomb(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("overrides", [[], ["sweep.random_seed=3"], ["sweep.random_seed=3", "workload.isl=512"]],
-                         ids=["alone", "one-override", "two-overrides"])
+BOMB_OVERRIDES = [[], ["sweep.random_seed=3"], ["sweep.random_seed=3", "workload.isl=512"]]
+
+
+@pytest.mark.parametrize("overrides", BOMB_OVERRIDES, ids=["alone", "one-override", "two-overrides"])
 def test_an_alias_bomb_is_refused_quickly_with_or_without_overrides(tmp_path, capsys, overrides):
     bomb = _alias_bomb(tmp_path / "bomb.yaml")
     started = time.monotonic()
@@ -278,16 +280,16 @@ def _resigned(path: Path, edit) -> Path:
     return path
 
 
-@pytest.mark.parametrize(
-    "edit, expected",
-    [
-        (lambda data: data.pop("versions"), "versions must map each package to its version, got None"),
-        (lambda data: data.update(versions=["spica"]), "versions must map each package to its version, got ['spica']"),
-        (lambda data: data.update(seed="one"), "seed must be an integer, got 'one'"),
-        (lambda data: data.update(trace_sha256=5), "trace_sha256 must be a sha256 string or null, got 5"),
-        (lambda data: data["config"]["workload"].pop("num_request_ratio"), "the recorded config is no longer valid: workload: num_request_ratio is required"),
-    ],
-)
+PLAN_EDITS = [
+    (lambda data: data.pop("versions"), "versions must map each package to its version, got None"),
+    (lambda data: data.update(versions=["spica"]), "versions must map each package to its version, got ['spica']"),
+    (lambda data: data.update(seed="one"), "seed must be an integer, got 'one'"),
+    (lambda data: data.update(trace_sha256=5), "trace_sha256 must be a sha256 string or null, got 5"),
+    (lambda data: data["config"]["workload"].pop("num_request_ratio"), "the recorded config is no longer valid: workload: num_request_ratio is required"),
+]
+
+
+@pytest.mark.parametrize("edit, expected", PLAN_EDITS)
 def test_bad_plans(tmp_path, capsys, edit, expected):
     plan = _resigned(_plan(tmp_path), edit)
     capsys.readouterr()
@@ -338,14 +340,14 @@ def test_bad_trace_messages(tmp_path):
         check_trace("/etc/shadow")
 
 
-@pytest.mark.parametrize(
-    "workload, expected",
-    [
-        ("{isl: 1024, osl: 128, concurrency: 1000000000, num_request_ratio: 2}", "workload: num_request_ratio × load = 2,000,000,000 requests per replay; at most 1,000,000"),
-        ("{isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 1.0e12}", "workload: num_request_ratio × load = 8,000,000,000,000 requests per replay"),
-        ("{isl: 8192, osl: 128, concurrency: 8, num_request_ratio: 2}", "workload: isl + osl = 8320 tokens does not fit search_space.context_length 4096"),
-    ],
-)
+LOADS = [
+    ("{isl: 1024, osl: 128, concurrency: 1000000000, num_request_ratio: 2}", "workload: num_request_ratio × load = 2,000,000,000 requests per replay; at most 1,000,000"),
+    ("{isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 1.0e12}", "workload: num_request_ratio × load = 8,000,000,000,000 requests per replay"),
+    ("{isl: 8192, osl: 128, concurrency: 8, num_request_ratio: 2}", "workload: isl + osl = 8320 tokens does not fit search_space.context_length 4096"),
+]
+
+
+@pytest.mark.parametrize("workload, expected", LOADS)
 def test_loads_replay_cannot_run(tmp_path, capsys, workload, expected):
     config = tmp_path / "c.yaml"
     config.write_text(SPACE.replace("gpu_budget: 4", "gpu_budget: 4, context_length: 4096") + f"workload: {workload}\n")
