@@ -209,13 +209,19 @@ class _CappedWorker:
 
 
 def _serve(connection: Connection) -> None:
+    """Replay each call the worker sends; end quietly when the worker is gone (it finished, or
+    was killed mid-replay: a reset or broken pipe then, not a traceback on the search's stderr)."""
     _die_with_parent()
     while True:
         try:
             function, args, kwargs = connection.recv()
-        except EOFError:
+        except (EOFError, OSError):
             return
-        connection.send(_execute(function, args, kwargs))
+        result = _execute(function, args, kwargs)
+        try:
+            connection.send(result)
+        except OSError:  # nobody is waiting for this result any more
+            return
 
 
 def _die_with_parent() -> None:

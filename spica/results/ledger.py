@@ -93,14 +93,32 @@ class Candidate:
         return self.view.label
 
 
+MIN_FREE_MIB = 16
+"""Free space a results folder must have when a search starts: a search's ledger, plots and
+manifests take 1-2 MiB (S1), so 16 MiB leaves room for larger ones and their journals."""
+PROBE_BYTES = 64 * 1024  # written for real (and synced): an empty probe file is created even on a full disk
+
+
 def ensure_results_folder(folder: Path) -> None:
-    """The results folder exists and takes files, checked before any work (a read-only folder,
-    a file, or a path under a file is a one-line error, not a failure after the first replay)."""
+    """The results folder exists, takes files and has room for them, checked before any work
+    (a read-only folder, a file, a path under a file or a full disk is a one-line error, not a
+    failure after the first replay)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        space = os.statvfs(folder)
+        free = space.f_bavail * space.f_frsize
+        if space.f_blocks and free < MIN_FREE_MIB * 2**20:  # f_blocks 0: a file system that does not say
+            raise ConfigError([f"results_dir: {folder} has {free / 2**20:.1f} MiB free, less than the {MIN_FREE_MIB} MiB "
+                               "a search needs for its results; free some space or choose another folder"])
         probe = folder / f".spica-write-check-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
+        try:
+            with probe.open("wb") as handle:
+                handle.write(bytes(PROBE_BYTES))
+                handle.flush()
+                os.fsync(handle.fileno())
+        finally:
+            if probe.exists():
+                probe.unlink()
     except OSError as exc:
         raise ConfigError([f"results_dir: {folder} cannot hold results ({exc.strerror or exc}){_ownership_hint(folder, exc)}"]) from None
 
@@ -154,10 +172,14 @@ class Journal:
             handle.close()
             raise ConfigError([f"results_dir: {self.path.parent} is in use by another search (PID {holder}); "
                                "wait for it or choose another folder"]) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()))
+            handle.flush()
+        except OSError as exc:  # the disk filled up since the folder was checked
+            handle.close()
+            raise ConfigError([f"results_dir: {self.path.parent} cannot hold results ({exc.strerror or exc})"]) from None
         self._lock = handle
 
     def unlock(self) -> None:

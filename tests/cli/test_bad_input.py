@@ -3,6 +3,10 @@ naming the field and what is allowed, no traceback, within seconds."""
 
 from __future__ import annotations
 
+import errno
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -107,6 +111,9 @@ OVERRIDES = [
     (["search_space.backend=[tensorrt]"], "search_space.backend[0]: 'tensorrt' is not one of vllm, sglang, trtllm"),
     (["goal.target=pareto", "goal.pareto_objectives=[pareto, throughput]"], "goal.pareto_objectives: pareto is not an objective"),
     (["workload.num_request_ratio=0"], "workload.num_request_ratio: 0: input should be greater than 0"),
+    (["workload.trace_path=/etc/shadow"], "workload.trace_path: /etc/shadow"),  # not a trace (root reads it; others may not)
+    (["search_space.model_name=Qwen/Qwen3-33B"], "search_space.model_name: 'Qwen/Qwen3-33B' is not among AI Configurator's"),
+    (["sweep.random_seed=3", "search_space.gpu_budget=100000"], "search_space.gpu_budget: 100000 is above the 1024 GPUs Spica enumerates"),
 ]
 
 
@@ -127,6 +134,135 @@ def test_results_folders_that_cannot_hold_results(tmp_path, capsys):
     refused(capsys, ["--config-file", str(config), "--results-dir", "/proc/spica-results"], "results_dir: /proc/spica-results cannot hold results")
 
 
+def test_an_unreadable_or_secret_file_as_trace_says_so_and_shows_none_of_it(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    line = refused(capsys, ["--config-file", str(config), "--results-dir", str(tmp_path / "out"), "workload.trace_path=/etc/shadow"],
+                   "workload.trace_path: /etc/shadow")
+    assert line.endswith(("line 1: not a JSON object (a mooncake trace has one per line)", "cannot be read (Permission denied)"))
+    secret = Path("/etc/shadow").read_text().splitlines()[0] if os.access("/etc/shadow", os.R_OK) else ""
+    assert not secret or secret.split(":", 1)[0] + ":" not in line  # no line of the file is echoed
+    assert not (tmp_path / "out" / "evaluations.jsonl").exists()
+
+
+def _alias_bomb(path: Path) -> Path:
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]  # 10^9 values expanded
+    path.write_text("search_space:\n  model_name: Qwen/Qwen3-32B\n  hardware_sku: h200_sxm\n  x:\n"
+                    + "".join(f"    {line}\n" for line in levels) + LOAD)
+    return path
+
+
+BOMB_OVERRIDES = [[], ["sweep.random_seed=3"], ["sweep.random_seed=3", "workload.isl=512"]]
+
+
+@pytest.mark.parametrize("overrides", BOMB_OVERRIDES, ids=["alone", "one-override", "two-overrides"])
+def test_an_alias_bomb_is_refused_quickly_with_or_without_overrides(tmp_path, capsys, overrides):
+    bomb = _alias_bomb(tmp_path / "bomb.yaml")
+    started = time.monotonic()
+    line = refused(capsys, ["--config-file", str(bomb), "--results-dir", str(tmp_path / "out"), *overrides],
+                   f"{bomb}: its aliases expand to more than 100,000 values")
+    assert time.monotonic() - started < 5, line
+    assert not (tmp_path / "out").exists()
+
+
+NO_NETWORK = """
+import socket, sys
+def refuse(*args, **kwargs):
+    print("spica-test: a network connection was attempted", file=sys.stderr)
+    raise OSError("network disabled by the test")
+socket.socket.connect = socket.socket.connect_ex = refuse
+socket.create_connection = socket.getaddrinfo = refuse
+sys.argv = ["spica", *sys.argv[1:]]
+from spica.cli import main
+main()
+"""
+
+
+def test_an_unknown_model_is_refused_without_touching_the_network(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE.replace("Qwen/Qwen3-32B", "Qwen/Qwen3-33B") + LOAD)
+    env = {**os.environ, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"}  # offline switches would hide a lookup
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", NO_NETWORK, "--config-file", str(config), "--results-dir", str(tmp_path / "out")],
+                          cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=120)
+    assert time.monotonic() - started < 60
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "network connection was attempted" not in done.stderr and "Traceback" not in done.stderr
+    problems = [line.strip() for line in done.stderr.splitlines() if line.startswith("  ")]
+    assert len(problems) == 1, done.stderr
+    assert problems[0].startswith("search_space.model_name: 'Qwen/Qwen3-33B' is not among AI Configurator's ")
+    assert problems[0].endswith("bundled models and is not a local folder with a config.json; close names: "
+                                "Qwen/Qwen3-32B, Qwen/Qwen3-8B, Qwen/Qwen3-30B-A3B, Qwen/Qwen3-1.7B")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """Mount real tmpfs file systems (root only; in CI as root they must mount), unmounted at teardown."""
+    mounted: list[Path] = []
+
+    def mount(options: str) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a real full or read-only file system (tmpfs) needs root")
+        where = tmp_path / f"fs{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True)
+        if done.returncode:
+            message = f"mount -t tmpfs -o {options} is not permitted here: {done.stderr.strip()}"
+            if os.environ.get("CI") == "true":
+                pytest.fail(message)
+            pytest.skip(message)
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in reversed(mounted):
+        if subprocess.run(["umount", str(where)]).returncode:  # busy: a file the code under test left open
+            subprocess.run(["umount", "--lazy", str(where)], check=True)
+
+
+def _fill(folder: Path, leave_bytes: int = 0) -> None:
+    """Write zeros until the file system has at most `leave_bytes` free (0: until ENOSPC)."""
+    with (folder / "filler").open("wb", buffering=0) as handle:
+        try:
+            while (free := os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize) > leave_bytes:
+                handle.write(bytes(min(free - leave_bytes, 2**20)) if leave_bytes else bytes(2**20))
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC and not leave_bytes
+
+
+def test_a_results_folder_on_a_full_disk_is_refused_before_any_work(tmp_path, capsys, tmpfs):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    full = tmpfs("size=1m")
+    _fill(full)
+    assert os.statvfs(full).f_bavail == 0
+    line = refused(capsys, ["--config-file", str(config), "--results-dir", str(full / "out")], f"results_dir: {full / 'out'} has 0.0 MiB free")
+    assert line.endswith("less than the 16 MiB a search needs for its results; free some space or choose another folder")
+    assert sorted(path.name for path in (full / "out").iterdir()) == []  # nothing written, not even the lock
+    nearly = tmpfs("size=24m")
+    _fill(nearly, leave_bytes=8 * 2**20)  # 8 MiB free: a first replay's worth, not a search's results
+    refused(capsys, ["--config-file", str(config), "--results-dir", str(nearly)], f"results_dir: {nearly} has 8.0 MiB free, less than the 16 MiB")
+    assert not (nearly / "evaluations.jsonl").exists()
+
+
+def test_a_results_folder_with_room_passes_the_check(tmpfs):
+    from spica.results.ledger import ensure_results_folder
+
+    roomy = tmpfs("size=24m")
+    ensure_results_folder(roomy / "out")
+    assert list((roomy / "out").iterdir()) == []  # the probe is gone
+
+
+def test_a_results_folder_on_a_read_only_file_system_is_refused_before_any_work(tmp_path, capsys, tmpfs):
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    read_only = tmpfs("ro,size=24m")
+    for folder in (read_only, read_only / "new"):
+        refused(capsys, ["--config-file", str(config), "--results-dir", str(folder)], f"results_dir: {folder} cannot hold results (Read-only file system)")
+    assert list(read_only.iterdir()) == []
+
+
 def _plan(tmp_path) -> Path:
     config = tmp_path / "c.yaml"
     config.write_text(SPACE + LOAD)
@@ -144,16 +280,16 @@ def _resigned(path: Path, edit) -> Path:
     return path
 
 
-@pytest.mark.parametrize(
-    "edit, expected",
-    [
-        (lambda data: data.pop("versions"), "versions must map each package to its version, got None"),
-        (lambda data: data.update(versions=["spica"]), "versions must map each package to its version, got ['spica']"),
-        (lambda data: data.update(seed="one"), "seed must be an integer, got 'one'"),
-        (lambda data: data.update(trace_sha256=5), "trace_sha256 must be a sha256 string or null, got 5"),
-        (lambda data: data["config"]["workload"].pop("num_request_ratio"), "the recorded config is no longer valid: workload: num_request_ratio is required"),
-    ],
-)
+PLAN_EDITS = [
+    (lambda data: data.pop("versions"), "versions must map each package to its version, got None"),
+    (lambda data: data.update(versions=["spica"]), "versions must map each package to its version, got ['spica']"),
+    (lambda data: data.update(seed="one"), "seed must be an integer, got 'one'"),
+    (lambda data: data.update(trace_sha256=5), "trace_sha256 must be a sha256 string or null, got 5"),
+    (lambda data: data["config"]["workload"].pop("num_request_ratio"), "the recorded config is no longer valid: workload: num_request_ratio is required"),
+]
+
+
+@pytest.mark.parametrize("edit, expected", PLAN_EDITS)
 def test_bad_plans(tmp_path, capsys, edit, expected):
     plan = _resigned(_plan(tmp_path), edit)
     capsys.readouterr()
@@ -204,14 +340,14 @@ def test_bad_trace_messages(tmp_path):
         check_trace("/etc/shadow")
 
 
-@pytest.mark.parametrize(
-    "workload, expected",
-    [
-        ("{isl: 1024, osl: 128, concurrency: 1000000000, num_request_ratio: 2}", "workload: num_request_ratio × load = 2,000,000,000 requests per replay; at most 1,000,000"),
-        ("{isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 1.0e12}", "workload: num_request_ratio × load = 8,000,000,000,000 requests per replay"),
-        ("{isl: 8192, osl: 128, concurrency: 8, num_request_ratio: 2}", "workload: isl + osl = 8320 tokens does not fit search_space.context_length 4096"),
-    ],
-)
+LOADS = [
+    ("{isl: 1024, osl: 128, concurrency: 1000000000, num_request_ratio: 2}", "workload: num_request_ratio × load = 2,000,000,000 requests per replay; at most 1,000,000"),
+    ("{isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 1.0e12}", "workload: num_request_ratio × load = 8,000,000,000,000 requests per replay"),
+    ("{isl: 8192, osl: 128, concurrency: 8, num_request_ratio: 2}", "workload: isl + osl = 8320 tokens does not fit search_space.context_length 4096"),
+]
+
+
+@pytest.mark.parametrize("workload, expected", LOADS)
 def test_loads_replay_cannot_run(tmp_path, capsys, workload, expected):
     config = tmp_path / "c.yaml"
     config.write_text(SPACE.replace("gpu_budget: 4", "gpu_budget: 4, context_length: 4096") + f"workload: {workload}\n")

@@ -64,10 +64,10 @@ def leave_nothing():
             process.wait(timeout=30)
 
 
-def _start(results: Path) -> subprocess.Popen:
+def _start(results: Path, *overrides: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
-         "--results-dir", str(results), "sweep.max_rounds=10"],
+         "--results-dir", str(results), "sweep.max_rounds=10", *overrides],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -112,3 +112,102 @@ def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, 
     assert f"resuming: {len(set(finished))} finished evaluations" in again.stderr
     keys = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip()]
     assert len(keys) == len(set(keys)), "no evaluation was repeated"
+
+
+S1_EVALUATIONS = 2 * 10 * 2  # S1's two branches × sweep.max_rounds=10 × candidates_per_round 2
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat after the command name: [state, parent, ...] (["X", "0"] once it is gone)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return ["X", "0"]
+
+
+def _pool_workers(search: int) -> list[int]:
+    """The search's evaluation pool workers: its spawned children (not the resource tracker)."""
+    workers = []
+    for pid in sorted(_descendants(search)):
+        try:
+            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if int(_stat(pid)[1]) == search and "spawn_main" in cmdline:
+            workers.append(pid)
+    return workers
+
+
+def _a_replaying_worker(workers: list[int], process: subprocess.Popen) -> int:
+    """A worker caught in the middle of an evaluation: its replay child (a child of the worker's
+    forkserver, not the forkserver itself) found running, not waiting for work, twice 5 ms apart."""
+    deadline = time.monotonic() + 300
+    running: set[int] = set()
+    while time.monotonic() < deadline and process.poll() is None:
+        now = set()
+        for worker in workers:
+            children = [pid for pid in _descendants(worker) if int(_stat(pid)[1]) != worker]
+            if any(_stat(pid)[0] == "R" for pid in children):
+                now.add(worker)
+        if now & running:
+            return min(now & running)
+        running = now
+        time.sleep(0.005)
+    pytest.fail("no worker was seen replaying")
+
+
+def test_a_pool_worker_killed_mid_search_costs_nothing(tmp_path, leave_nothing):
+    """kill -9 of one evaluation worker from outside: the pool is replaced, the candidates it held
+    are replayed once more, and the search finishes every evaluation as if nothing happened."""
+    results = tmp_path / "results"
+    search = _start(results, "workload.num_request_ratio=40")  # 1,280 requests: replays long enough to be caught in
+    leave_nothing(search)
+    journal = results / "evaluations.jsonl"
+    _wait_for_evaluations(journal, 2, search)  # the workers are up and replaying
+    workers = _pool_workers(search.pid)
+    assert len(workers) == 2, workers  # S1: parallel_evals 2
+    busy = _a_replaying_worker(workers, search)
+    before = len(journal.read_text().splitlines())
+    os.kill(busy, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while search.poll() is None and not set(_pool_workers(search.pid)) - set(workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    replaced = search.poll() is None and bool(set(_pool_workers(search.pid)) - set(workers))
+    _, stderr = search.communicate(timeout=600)
+    assert replaced, "fresh workers replaced the pool that lost one"
+    assert search.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr and "pool died" not in stderr, stderr[-3000:]
+    assert before < S1_EVALUATIONS, "the worker was killed before the search was over"
+    summary = json.loads((results / "summary.json").read_text())
+    tallies = summary["tallies"]
+    assert sum(tallies[status] for status in ("feasible", "infeasible", "failed", "unsupported")) == S1_EVALUATIONS, tallies
+    assert tallies["failed"] == 0, tallies  # the candidates in flight on the lost worker were replayed, not failed
+    ledger = json.loads((results / "ledger.json").read_text())
+    assert len(ledger) == S1_EVALUATIONS and all(row["status"] == "feasible" for row in ledger)
+    keys = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip()]
+    assert len(keys) == len(set(keys)) == S1_EVALUATIONS
+
+
+def test_a_second_search_into_a_folder_in_use_is_refused_while_the_first_finishes(tmp_path, leave_nothing):
+    results = tmp_path / "results"
+    first = _start(results)
+    leave_nothing(first)
+    _wait_for_evaluations(results / "evaluations.jsonl", 1, first)  # the first holds the folder and is replaying
+    started = time.monotonic()
+    second = subprocess.run(
+        [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
+         "--results-dir", str(results), "sweep.max_rounds=10"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert time.monotonic() - started < 60
+    assert second.returncode == 2, second.stderr[-3000:]
+    assert "Traceback" not in second.stderr
+    problems = [line.strip() for line in second.stderr.splitlines() if line.startswith("  ")]
+    assert problems == [f"results_dir: {results} is in use by another search (PID {first.pid}); wait for it or choose another folder"], second.stderr
+    assert first.poll() is None, "the first search is still running when the second is refused"
+    _, stderr = first.communicate(timeout=600)
+    assert first.returncode == 0, stderr[-3000:]
+    tallies = json.loads((results / "summary.json").read_text())["tallies"]
+    assert sum(tallies[status] for status in ("feasible", "infeasible", "failed", "unsupported")) == S1_EVALUATIONS, tallies
+    keys = [json.loads(line)["key"] for line in (results / "evaluations.jsonl").read_text().splitlines() if line.strip()]
+    assert len(keys) == len(set(keys)) == S1_EVALUATIONS  # the second search added nothing

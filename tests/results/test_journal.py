@@ -38,9 +38,11 @@ def test_other_plans_records_are_ignored_not_counted(tmp_path):
 def test_only_failures_of_the_process_are_transient():
     lost = Candidate("k", "agg", 0, "failed", {}, reason="worker_lost: WorkerLost: died")
     crashed = Candidate("k", "agg", 0, "failed", {}, reason="worker_crashed: replay worker died with exit code -9")
+    cache = Candidate("k", "agg", 0, "failed", {}, reason="timing_cache: RuntimeError: Failed to open NPZ file")
+    bare_cache = Candidate("k", "agg", 0, "failed", {}, reason="timing_cache")
     real = Candidate("k", "agg", 0, "failed", {}, reason="invalid_input: ValueError: bad")
     overrun = Candidate("k", "agg", 0, "infeasible", {}, reason="exceed runtime: replay exceeded the 600 s time cap")
-    assert (lost.transient, crashed.transient, real.transient, overrun.transient) == (True, True, False, False)
+    assert [c.transient for c in (lost, crashed, cache, bare_cache, real, overrun)] == [True, True, True, True, False, False]
 
 
 def test_a_second_search_into_a_held_folder_is_refused_naming_the_holder(tmp_path):

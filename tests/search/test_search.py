@@ -162,6 +162,20 @@ def test_a_candidate_whose_worker_died_is_measured_again_on_resume(tmp_path):
     assert all(c.feasible for c in again.ledger)
 
 
+def test_a_candidate_whose_timing_cache_went_missing_is_measured_again_on_resume(tmp_path):
+    first = run_smart_search(small(), results_dir=tmp_path)
+    journal = tmp_path / "evaluations.jsonl"
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    broken = records[1]
+    broken.update(status="failed", reason="timing_cache: RuntimeError: Failed to open NPZ file", metrics={}, objectives={}, score=None)
+    journal.write_text("".join(json.dumps(record) + "\n" for record in records))
+    pool = CountingPool()
+    again = run_smart_search(small(), results_dir=tmp_path, pool=pool)
+    assert len(pool.replayed) == 1 and json.loads(pool.replayed[0]) == broken["unrolled"]
+    assert [c.key for c in again.ledger] == [c.key for c in first.ledger]
+    assert all(c.feasible for c in again.ledger) and again.tallies.get("failed", 0) == 0
+
+
 def test_settings_that_cannot_change_a_score_keep_every_finished_result(tmp_path):
     first = run_smart_search(small(), results_dir=tmp_path)
     pool = CountingPool()
