@@ -78,7 +78,7 @@ def test_a_folder_another_user_owns_is_one_line_saying_how_to_hand_it_over(tmp_p
 
     owner = tmp_path.stat().st_uid  # root may write anywhere: play a process of another uid
     monkeypatch.setattr("os.getuid", lambda: owner + 10001)
-    monkeypatch.setattr("pathlib.Path.write_text", refused)
+    monkeypatch.setattr("pathlib.Path.open", refused)
     monkeypatch.delenv("container", raising=False)
     with pytest.raises(ConfigError) as info:
         ensure_results_folder(tmp_path)
