@@ -126,16 +126,21 @@ def _stat(pid: int) -> list[str]:
 
 
 def _pool_workers(search: int) -> list[int]:
-    """The search's evaluation pool workers: its spawned children (not the resource tracker)."""
+    """The search's evaluation pool workers: its spawned children that hold a forkserver for their
+    replay child (not the resource tracker, not the results writer)."""
     workers = []
     for pid in sorted(_descendants(search)):
-        try:
-            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if int(_stat(pid)[1]) == search and "spawn_main" in cmdline:
-            workers.append(pid)
+        if int(_stat(pid)[1]) == search and "spawn_main" in _cmdline(pid):
+            if any("multiprocessing.forkserver" in _cmdline(child) for child in _descendants(pid)):
+                workers.append(pid)
     return workers
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _a_replaying_worker(workers: list[int], process: subprocess.Popen) -> int:
