@@ -16,15 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-NICENESS = 10  # the writer's priority below the search's (os.nice)
-
-
 def prepare() -> None:
-    """The writer process's start: everything writing the folder imports, at a lower priority
-    (the search needs the cores first: on 2 cores its own imports and the studies' asks waited
-    for these); and its end without interpreter finalization, which for these modules took
-    ~0.8 s the search waited for."""
-    os.nice(NICENESS)
+    """The writer process's start: everything writing the folder imports; and its end without
+    interpreter finalization, which for these modules took ~0.8 s the search waited for."""
     import spica.results.report  # noqa: F401  (matplotlib)
     from spica.deploy.flags import profiler_modules
 
