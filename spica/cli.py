@@ -89,12 +89,28 @@ def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchCo
 
     data = load_yaml(path)
     if overrides:
+        data = _without_spellings_overridden(data, overrides)
         try:
             merged = OmegaConf.merge(OmegaConf.create(data), OmegaConf.from_dotlist(list(overrides)))
         except Exception as exc:  # omegaconf raises many types for a malformed dotlist
             raise UserError([f"override: {exc}".splitlines()[0]]) from None
         data = OmegaConf.to_container(merged, resolve=True)
     return config_from_container(data)
+
+
+def _without_spellings_overridden(data: Any, overrides: Sequence[str]) -> Any:
+    """An override of a sweep key replaces the file's value under either of its names: a file
+    with the earlier `sweep.seed` and `sweep.random_seed=3` on the command line is seed 3, not
+    both names given."""
+    from spica.config.schema import SWEEP_ALIASES
+
+    sweep = data.get("sweep") if isinstance(data, dict) else None
+    if not isinstance(sweep, dict):
+        return data
+    keys = {item.split("=", 1)[0].lstrip("+~") for item in overrides}
+    names = [{old, new} for old, new in SWEEP_ALIASES.items() if keys & {f"sweep.{old}", f"sweep.{new}"}]
+    dropped = set().union(*names) if names else set()
+    return {**data, "sweep": {key: value for key, value in sweep.items() if key not in dropped}}
 
 
 def evaluation_pool(settings: EvaluationSettings, results_dir: str | None, trace_path: str | None = None) -> Any:

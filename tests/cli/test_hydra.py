@@ -112,6 +112,19 @@ def test_plain_yaml_with_dotted_overrides(tmp_path, monkeypatch):
     assert config.sweep.random_seed == 3 and config.search_space.model_name == "Qwen/Qwen3-32B-FP8"
 
 
+
+def test_an_override_replaces_the_files_seed_under_either_name(tmp_path, monkeypatch):
+    """The shared scenarios spell it `sweep.seed`; `sweep.random_seed=3` on the command line wins
+    instead of being refused as both names given."""
+    monkeypatch.chdir(REPO)
+    scenario = str(SHARED / "scenarios" / "s1_dense_budget8.yaml")
+    assert config_from_file(scenario, ["sweep.random_seed=3"])[0].sweep.random_seed == 3
+    assert config_from_file(scenario, ["sweep.max_rounds=2"])[0].sweep.random_seed == 42
+    both = tmp_path / "both.yaml"
+    both.write_text(Path(scenario).read_text().replace("  seed: 42", "  seed: 42\n  random_seed: 7"))
+    with pytest.raises(ConfigError, match="seed is the earlier name of random_seed; give only random_seed"):
+        config_from_file(str(both), [])
+
 def _spica(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "spica.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
