@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+
 def prepare() -> None:
     """The writer process's start: everything writing the folder imports; and its end without
     interpreter finalization, which for these modules took ~0.8 s the search waited for."""

@@ -86,11 +86,11 @@ class ProcessPool:
 
     `preload` (a picklable function, e.g. spica.evaluation.replay.prepare_worker) starts every
     worker at once and runs in it, so the workers' start-up overlaps the caller's own set-up
-    instead of the first round. When a
-    worker dies, Python's pool fails every item in flight: this one starts a fresh pool and
-    submits each of those items once more; an item that loses its worker twice fails alone,
-    as WorkerLost. A pool none of whose workers ever came up cannot be healed (a script
-    without the main guard, or no memory for even one worker): DeadPoolError.
+    instead of the first round. When a worker dies, Python's pool fails every item in flight:
+    this one starts a fresh pool and submits each of those items once more; an item that loses
+    its worker twice fails alone, as WorkerLost. A pool none of whose workers ever came up
+    cannot be healed (a script without the main guard, or no memory for even one worker):
+    DeadPoolError.
     Workers end themselves when this process is gone, however it ended.
     """
 
