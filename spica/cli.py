@@ -255,6 +255,10 @@ def _hydra_app() -> None:
     results_dir = next((item.split("=", 1)[1] for item in overrides if item.startswith("results_dir=")), None)
     if results_dir and not any(item.startswith(("hydra.run.dir=", "-m", "--multirun")) for item in overrides):
         overrides.append(f"hydra.run.dir={results_dir}")  # Hydra's own files go there, not into ./outputs
+        from spica.results.ledger import ensure_results_folder
+
+        with _user_errors():  # before Hydra writes its files there: a full or read-only folder is one line
+            ensure_results_folder(Path(results_dir))
     sys.argv = [sys.argv[0], *overrides]
     try:
         app()

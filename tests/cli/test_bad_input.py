@@ -240,6 +240,7 @@ def test_a_results_folder_on_a_full_disk_is_refused_before_any_work(tmp_path, ca
     line = refused(capsys, ["--config-file", str(config), "--results-dir", str(full / "out")], f"results_dir: {full / 'out'} has 0.0 MiB free")
     assert line.endswith("less than the 16 MiB a search needs for its results; free some space or choose another folder")
     assert sorted(path.name for path in (full / "out").iterdir()) == []  # nothing written, not even the lock
+    refused(capsys, [f"results_dir={full / 'hydra'}"], f"results_dir: {full / 'hydra'} has 0.0 MiB free")  # before Hydra's own files
     nearly = tmpfs("size=24m")
     _fill(nearly, leave_bytes=8 * 2**20)  # 8 MiB free: a first replay's worth, not a search's results
     refused(capsys, ["--config-file", str(config), "--results-dir", str(nearly)], f"results_dir: {nearly} has 8.0 MiB free, less than the 16 MiB")
