@@ -335,7 +335,7 @@ def _dispatch(argv: list[str], explicit: bool) -> None:
 def _leave(code: int) -> NoReturn:
     """Exit with `code`, skipping interpreter finalization: the work is done and on disk, and
     tearing down the JAX, TensorFlow Probability and Replay runtimes a search loaded only cost
-    time (~1.5 s of an S1 search) — or, with a JAX thread still running, aborted the process
+    time (~1 s of an S1 search) — or, with a JAX thread still running, aborted the process
     (exit -6) instead of exiting with the code."""
     logging.shutdown()
     sys.stdout.flush()

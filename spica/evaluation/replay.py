@@ -182,6 +182,11 @@ class _CappedWorker:
                 exit_code = self._stop()
                 return "failed", {}, "worker_crashed", f"replay worker died with exit code {exit_code}"
 
+    def start(self) -> None:
+        """Start the replay child now (an evaluation worker's start), not at the first replay."""
+        with self._lock:
+            self._ensure_started()
+
     def _ensure_started(self) -> Connection:
         if self._process is not None and self._process.is_alive() and self._connection is not None:
             return self._connection
@@ -246,8 +251,7 @@ def prepare_worker(capped: bool) -> None:
     import spica.evaluation.evaluate  # noqa: F401
 
     if capped:
-        with _capped_worker._lock:
-            _capped_worker._ensure_started()
+        _capped_worker.start()
     else:
         import dynamo.replay  # noqa: F401
 
