@@ -70,6 +70,13 @@ def _spec_for(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Workloa
     return spec
 
 
+def request_count(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> int | None:
+    """The requests the candidate's replay will simulate, known before it runs (what its replay
+    time grows with); None for a trace, whose rows are the same for every candidate."""
+    spec = _spec_for(config, unrolled)
+    return spec.request_count if spec.kind == "synthetic" else None
+
+
 SIMULATOR_CLOCK = ("wall_time_ms", "processed_tokens_per_s", "processed_output_tokens_per_s")
 """Replay's own speed, not the deployment's: kept in provenance so metrics are reproducible."""
 

@@ -1,24 +1,33 @@
 """docs/search.md step 5: every branch's study runs its own rounds, one round ahead, all on one pool.
 
 A round is ask → project → dedupe → evaluate → tell for one branch. A branch does not wait
-for the whole of a round before asking the next: it asks again as soon as at most one
-round's worth of its suggestions is untold, with those still pending in its study (Vizier
-and the fast designer hand them to GP-UCB-PE as active trials: the UCB and PE variances are
-conditioned on them, so the new round spreads away from them; TPE uses its constant liar).
-While the slow replays of round r finish, round r+1 is already queued on the pool, so no
-worker waits for a round's slowest replay, nor for the study's next ask. Branches do not
-wait for each other either.
+for the whole of a round before asking the next: each suggestion is due (its result told) by
+the ask two rounds after its own, so round r+1 is asked while round r replays, with round r
+still pending in its study (Vizier and the fast designer hand them to GP-UCB-PE as active
+trials: the UCB and PE variances are conditioned on them, so the new round spreads away from
+them; TPE uses its constant liar). No worker waits for the study's next ask, and branches do
+not wait for each other either.
 
-Reproducible whatever the replay durations: results are told strictly in ask order, one at
-a time, and after each tell the branch asks if at most `lookahead` suggestions are untold.
-Every ask therefore knows exactly the results of all but the last `lookahead` suggestions
-before it — a fact of the results, not of which replay came back first (a replay that
-finishes early waits, measured and journaled, for the ones asked before it). The ledger
-comes out in (round, branch, ask) order, so a seeded run gives the same ledger every time.
+Where a round is no larger than the pool (parallel_evals ≥ per_round, as in upstream's GLM-5
+study, 8 × 8), its costliest replays are due two rounds later still (`deferred`). A replay's
+time grows with the requests it simulates, known before it runs, and on a KV-relative load they
+span two orders of magnitude within a round (GLM-5: 1.3k–99k). Due with the rest, the slowest
+one held back the tells behind it, and so the next ask, while the other workers ran dry. A pool
+smaller than a round has the round's other replays to go on with: on S3 (2 workers, rounds of
+4, 0.7 % idle) deferring only gave its asks less to know (front hypervolume 1.06 of the peer's
+instead of 1.10, median of 6 seeds). Each round's replays are handed to the pool costliest
+first, so that they do not start last.
 
-Why one round (`lookahead` = per_round), measured on S3 (2 workers, 4 per round, medians of
-5 seeds, benchmarks/bench_search.py, two sessions): the barrier (0) left 14.9 % and 23.7 % of
-worker time idle; asking once only as many as there are workers remain untold (2) still left
+Reproducible whatever the replay durations: results are told strictly in (due, ask) order, one
+at a time, and a branch asks as soon as every result due by that ask is told. Every ask
+therefore knows exactly the results due by it — a fact of the candidates, not of which replay
+came back first (a replay that finishes early waits, measured and journaled, for the ones due
+before it). The ledger comes out in (round, branch, ask) order, so a seeded run gives the same
+ledger every time.
+
+Why one round, measured on S3 (2 workers, 4 per round, medians of 5 seeds,
+benchmarks/bench_search.py, two sessions): the barrier (due the next ask) left 14.9 % and 23.7 %
+of worker time idle; asking once only as many as there are workers remain untold (2) still left
 5–30 % idle per run, since a slow early replay holds back the tells behind it and the pool
 runs dry during the GP's ask; one round left 2.6 % and 1.5 % idle (exposed optimizer 1.8 % and
 0.1 % of wall, from 6.7 % and 12.2 %) with a front at least as good. Waiting for the first
@@ -30,7 +39,6 @@ Sample efficiency holds: S1 reaches 99.5 % of its grid optimum with 16 of 5,382 
 from __future__ import annotations
 
 import time
-from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,7 +46,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from spica.config import SweepConfig
 from spica.evaluation import score
-from spica.evaluation.evaluate import Evaluation, evaluate_task
+from spica.evaluation.evaluate import Evaluation, evaluate_task, request_count
 from spica.plan import Plan
 from spica.results.ledger import STATUSES, Candidate, Journal
 from spica.search.dimensions import Knob, knob_values
@@ -55,10 +63,36 @@ ASK_CAP_PER_SLOT = 11
 (11 × per_round in all, upstream's per-round safety cap): duplicates are replaced until then."""
 
 
-def lookahead(sweep: SweepConfig) -> int:
-    """How many of a branch's suggestions may still be untold when it asks its next round:
-    one round's worth (why: the module docstring)."""
-    return sweep.per_round
+DEFERRED_SHARE = 3
+"""Up to a third of a round (rounded up) may be deferred: its costliest replays, where they
+cost more than the round's median. A simulation of the GLM-5 study's rounds (8 workers sharing
+2 cores, requests log-uniform over 1k–100k) left 5.4 % of worker time idle deferring a quarter,
+4.2 % a third, 4.0 % half, against 24 % deferring none."""
+
+DEFERRED_ROUNDS = 2
+"""How many rounds later than the rest a deferred replay is due."""
+
+
+def defers(sweep: SweepConfig) -> bool:
+    """Whether a round's costliest replays are deferred: where a round does not outnumber the
+    workers (why: the module docstring)."""
+    return sweep.parallel_evals >= sweep.per_round
+
+
+def most_pending(sweep: SweepConfig) -> int:
+    """How many of a branch's suggestions may still be untold when it asks: the previous round,
+    and the deferred ones of the rounds before."""
+    return sweep.per_round + (DEFERRED_ROUNDS * -(-sweep.per_round // DEFERRED_SHARE) if defers(sweep) else 0)
+
+
+def deferred(costs: list[int | None]) -> set[int]:
+    """Positions of a round's replays due DEFERRED_ROUNDS later: the costliest third, those
+    costing more than the round's median (none when a cost is unknown, as for a trace)."""
+    if not costs or any(cost is None for cost in costs):
+        return set()
+    median = sorted(costs)[(len(costs) - 1) // 2]
+    costliest = sorted(range(len(costs)), key=lambda position: -costs[position])[: -(-len(costs) // DEFERRED_SHARE)]
+    return {position for position in costliest if costs[position] > median}
 
 
 @dataclass
@@ -94,21 +128,23 @@ class _Round:
 
 @dataclass(frozen=True)
 class _Untold:
-    """A suggestion waiting for its tell: a ledger entry (`position` in its round) or a follower."""
+    """A suggestion waiting for its tell: a ledger entry (`position` in its round) or a follower;
+    told by the ask of round `due`."""
 
     round: _Round
     trial_id: int
     key: str
     position: int | None
+    due: int
 
 
 @dataclass
 class _Branch:
-    """A branch's progress: its suggestions not yet told, oldest first, and its next ask."""
+    """A branch's progress: its suggestions not yet told, in (due, ask) order, and its next ask."""
 
     order: int  # the branch's position, for the ledger's order
     search: BranchSearch
-    untold: deque[_Untold] = field(default_factory=deque)
+    untold: list[_Untold] = field(default_factory=list)
     next_round: int = 0
     done: bool = False  # out of rounds, or its study ran dry
 
@@ -166,10 +202,10 @@ class RoundLoop:
         sweep = plan.config.sweep
         self.per_round = sweep.per_round
         self.max_rounds = None if ALGORITHMS[sweep.algorithm].exhaustive else sweep.max_rounds  # every candidate once
+        self.defers = defers(sweep)
         self.tally = Tally()
         self.clock = OptimizerClock()
         self._seen_in_run: set[str] = set()
-        self.lookahead = lookahead(sweep)
         self._inflight: dict[Future, tuple[_Branch, _Round, str, dict[str, Any]]] = {}
         self._ledger: list[tuple[tuple[int, int, int], Candidate]] = []
         self.first_submitted_at: float | None = None  # wall-clock times, for start-up and idle-worker figures
@@ -193,11 +229,11 @@ class RoundLoop:
         return [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
 
     def _advance(self, branch: _Branch) -> None:
-        """Steps the branch as far as its results allow: ask a round whenever at most
-        `lookahead` suggestions are untold, else tell the oldest untold one once it is measured.
-        One step at a time, so what each ask knows is fixed by the results, not their timing."""
+        """Steps the branch as far as its results allow: ask a round once every result due by it
+        is told, else tell the next untold one once it is measured. One step at a time, so what
+        each ask knows is fixed by the candidates, not by when their replays finish."""
         while True:
-            if not branch.done and len(branch.untold) <= self.lookahead:
+            if not branch.done and all(item.due > branch.next_round for item in branch.untold):
                 self._ask_round(branch)
             elif branch.untold and branch.untold[0].key in self.measured:
                 with self.clock.choosing(self._inflight):
@@ -217,7 +253,12 @@ class RoundLoop:
         if current.exhausted and not (current.batch or current.followers):
             branch.done = True  # the study has nothing left to suggest
             return
-        fresh = [(unrolled, key) for _, unrolled, key in current.batch if key not in self.measured]
+        costs = [request_count(self.plan.config, unrolled) for _, unrolled, _ in current.batch]
+        late = deferred(costs) if self.defers else set()
+        due = {key: current.index + 2 + (DEFERRED_ROUNDS if position in late else 0) for position, (_, _, key) in enumerate(current.batch)}
+        due |= {item.key: item.due for item in branch.untold if item.position is not None}  # a follower's earlier leader
+        fresh = [(unrolled, key) for _, (_, unrolled, key) in sorted(enumerate(current.batch), key=lambda entry: -(costs[entry[0]] or 0))
+                 if key not in self.measured]
         if fresh:
             self.first_submitted_at = self.first_submitted_at or time.time()
             futures = self.pool.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh])
@@ -225,8 +266,9 @@ class RoundLoop:
                 self.clock.watch(future)
                 self._inflight[future] = (branch, current, key, unrolled)
                 current.replayed.add(key)
-        branch.untold.extend(_Untold(current, trial_id, key, position) for position, (trial_id, _, key) in enumerate(current.batch))
-        branch.untold.extend(_Untold(current, trial_id, key, None) for trial_id, key in current.followers)
+        branch.untold.extend(_Untold(current, trial_id, key, position, due[key]) for position, (trial_id, _, key) in enumerate(current.batch))
+        branch.untold.extend(_Untold(current, trial_id, key, None, max(current.index + 2, due[key])) for trial_id, key in current.followers)
+        branch.untold.sort(key=lambda item: item.due)  # stable: ask order within a due round
 
     def _ask(self, branch: _Branch) -> _Round:
         """per_round suggestions, projected and deduplicated (a round may bring nothing new:
@@ -273,7 +315,7 @@ class RoundLoop:
     def _tell_oldest(self, branch: _Branch) -> None:
         """The oldest untold suggestion's result, to its study; a round's own suggestions
         also enter the ledger, in (round, branch, ask) order."""
-        item = branch.untold.popleft()
+        item = branch.untold.pop(0)
         candidate = self.measured[item.key]
         if item.position is not None:
             current = item.round

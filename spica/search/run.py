@@ -25,7 +25,7 @@ from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, 
 from spica.results import writer as results_writer
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress
-from spica.search.rounds import BranchSearch, RoundLoop, lookahead
+from spica.search.rounds import BranchSearch, RoundLoop, most_pending
 from spica.search.spread import measure_spread
 from spica.space import projection
 from spica.space.branches import Branch
@@ -87,7 +87,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob]) -> tuple[Study, bo
     points = _grid_points(branch, knobs, config, params) if listed else None
     request = StudyRequest(
         f"spica-{branch.mode}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
-        (sweep.per_round, sweep.max_rounds, lookahead(sweep)), sweep.designer,
+        (sweep.per_round, sweep.max_rounds, most_pending(sweep)), sweep.designer,
     )
     size = len(points or []) if algorithm.exhaustive else len(points) if points and params else None
     return algorithm.build(request), has_backend, size

@@ -12,7 +12,8 @@ import pytest
 
 from spica.search import run_smart_search
 from spica.search.pool import InlinePool
-from spica.search.rounds import OptimizerClock
+from spica.evaluation.evaluate import request_count
+from spica.search.rounds import OptimizerClock, deferred
 from spica.search.unroll import candidate_key
 
 from tests.search.test_search import small
@@ -161,3 +162,64 @@ def test_a_branch_replays_its_next_round_while_one_replay_is_slow(tmp_path):
     pool = HoldingFirstPool()
     run_smart_search(config, results_dir=tmp_path, pool=pool)
     assert pool.released_by == "a later round"  # round 2 went out while round 1's first replay was held
+
+
+def test_a_rounds_costliest_third_is_deferred_where_it_costs_more_than_the_median():
+    glm5_round = [6090, 99010, 51340, 1290, 26120, 2510, 9470, 9020]  # requests, upstream's GLM-5 study
+    assert deferred(glm5_round) == {1, 2, 4}
+    assert deferred([128, 128, 128, 128]) == set()  # one fixed load: nothing is costlier
+    assert deferred([10, 10, 10, 50]) == {3}
+    assert deferred([10, None, 10, 50]) == set()  # a trace: costs unknown
+
+
+KV_LOAD = {"isl": 512, "osl": 32, "concurrency": None, "kv_load_ratio": 0.3, "num_request_ratio": 1}
+
+
+class HoldingCostliestPool(InlinePool):
+    """Evaluates for real, but keeps the first round's costliest replay back until a fourth round
+    is submitted (a timer releases it anyway, so a loop that waits for it fails, not hangs)."""
+
+    def __init__(self, config):
+        self.config = config
+        self.rounds = 0
+        self.held: tuple[Future, Future] | None = None
+        self.released_by: str | None = None
+        self._timer = threading.Timer(90, self.release, args=("timer",))
+        self._timer.start()
+
+    def submit(self, fn, items):
+        futures = super().submit(fn, items)
+        self.rounds += 1
+        if self.rounds == 1:
+            costs = [request_count(self.config, unrolled) for _, unrolled in items]
+            assert costs == sorted(costs, reverse=True)  # handed out costliest first
+            self.held = (Future(), futures[0])
+            futures[0] = self.held[0]
+        elif self.rounds == 4:
+            self.release("round 4")
+        return futures
+
+    def release(self, by: str) -> None:
+        if self.released_by is None and self.held is not None:
+            self.released_by = by
+            _copy(self.held[1], self.held[0])
+        self._timer.cancel()
+
+
+def test_a_rounds_costliest_replay_holds_back_neither_of_the_next_two_asks(tmp_path):
+    config = small(workload=KV_LOAD, search_space={"agg_max_num_seqs": [16, 32, 64, 128]},
+                   sweep={"max_rounds": 5, "candidates_per_round": 4, "parallel_evals": 4, "designer": "fast"})
+    pool = HoldingCostliestPool(config)
+    run_smart_search(config, results_dir=tmp_path, pool=pool)
+    assert pool.released_by == "round 4"  # rounds 2-4 went out while round 1's costliest replay was held
+
+
+def test_with_deferred_replays_the_ledger_is_the_same_whatever_order_they_finish_in(tmp_path):
+    config = small(workload=KV_LOAD, search_space={"agg_max_num_seqs": [16, 32, 64, 128]},
+                   sweep={"max_rounds": 5, "candidates_per_round": 4, "parallel_evals": 4, "designer": "fast"})
+    runs = [
+        run_smart_search(config, results_dir=tmp_path / str(n), pool=LatePool(delays))
+        for n, delays in enumerate(([0.0], [0.4, 0.0, 0.1], [0.0, 0.1, 0.4, 0.2, 0.0]))
+    ]
+    assert _ledger(runs[0]) == _ledger(runs[1]) == _ledger(runs[2])
+    assert len(runs[0].ledger) == 5 * 4
