@@ -8,18 +8,19 @@ trials: the UCB and PE variances are conditioned on them, so the new round sprea
 them; TPE uses its constant liar). No worker waits for the study's next ask, and branches do
 not wait for each other either.
 
-Where a round is no larger than the pool (parallel_evals ≥ per_round, as in upstream's GLM-5
-study, 8 × 8), its costliest replays are due two rounds later still (`deferred`). A replay's
+Where the branches' rounds together are no larger than the pool (parallel_evals ≥ per_round ×
+branches, as in upstream's GLM-5 study: one branch, 8 × 8), up to a third of a round, its
+costliest suggestions, are due two rounds later still (`deferred`). A replay's
 time grows with the requests it simulates, known before it runs, and on a KV-relative load they
 span two orders of magnitude within a round (GLM-5: 1.3k–99k). Due with the rest, the slowest
 one held back the tells behind it, and so the next ask, while the other workers ran dry. A pool
-smaller than a round has the round's other replays to go on with: on S3 (2 workers, rounds of
+smaller than its rounds has their other replays to go on with: on S3 (2 workers, rounds of
 4, 0.7 % idle) deferring only gave its asks less to know (front hypervolume 1.06 of the peer's
 instead of 1.10, median of 6 seeds). Each round's replays are handed to the pool costliest
 first, so that they do not start last.
 
-Reproducible whatever the replay durations: results are told strictly in (due, ask) order, one
-at a time, and a branch asks as soon as every result due by that ask is told. Every ask
+Reproducible whatever the replay durations: results are told strictly in due order (within a
+due round: a round's own suggestions in ask order, then its followers), one at a time, and a branch asks as soon as every result due by that ask is told. Every ask
 therefore knows exactly the results due by it — a fact of the candidates, not of which replay
 came back first (a replay that finishes early waits, measured and journaled, for the ones due
 before it). The ledger comes out in (round, branch, ask) order, so a seeded run gives the same
@@ -64,30 +65,28 @@ ASK_CAP_PER_SLOT = 11
 
 
 DEFERRED_SHARE = 3
-"""Up to a third of a round (rounded up) may be deferred: its costliest replays, where they
-cost more than the round's median. A simulation of the GLM-5 study's rounds (8 workers sharing
-2 cores, requests log-uniform over 1k–100k) left 5.4 % of worker time idle deferring a quarter,
-4.2 % a third, 4.0 % half, against 24 % deferring none."""
+"""Up to a third of a round (rounded up) may be deferred: its costliest suggestions, where they
+cost more than the round's median (a fixed load defers none)."""
 
 DEFERRED_ROUNDS = 2
 """How many rounds later than the rest a deferred replay is due."""
 
 
-def defers(sweep: SweepConfig) -> bool:
-    """Whether a round's costliest replays are deferred: where a round does not outnumber the
-    workers (why: the module docstring)."""
-    return sweep.parallel_evals >= sweep.per_round
+def defers(sweep: SweepConfig, branches: int) -> bool:
+    """Whether a round's costliest suggestions are deferred: where the branches' rounds, which
+    share the pool, do not outnumber its workers (why: the module docstring)."""
+    return sweep.parallel_evals >= sweep.per_round * branches
 
 
-def most_pending(sweep: SweepConfig) -> int:
-    """How many of a branch's suggestions may still be untold when it asks: the previous round,
-    and the deferred ones of the rounds before."""
-    return sweep.per_round + (DEFERRED_ROUNDS * -(-sweep.per_round // DEFERRED_SHARE) if defers(sweep) else 0)
+def most_pending(sweep: SweepConfig, branches: int) -> int:
+    """How many of a branch's own suggestions (followers aside) may still be untold when it
+    asks: the previous round, and the deferred ones of the two rounds before."""
+    return sweep.per_round + (DEFERRED_ROUNDS * -(-sweep.per_round // DEFERRED_SHARE) if defers(sweep, branches) else 0)
 
 
 def deferred(costs: list[int | None]) -> set[int]:
-    """Positions of a round's replays due DEFERRED_ROUNDS later: the costliest third, those
-    costing more than the round's median (none when a cost is unknown, as for a trace)."""
+    """Positions of a round's suggestions due DEFERRED_ROUNDS later: of its costliest third,
+    those costing more than the round's median (none when a cost is unknown, as for a trace)."""
     if not costs or any(cost is None for cost in costs):
         return set()
     median = sorted(costs)[(len(costs) - 1) // 2]
@@ -140,7 +139,7 @@ class _Untold:
 
 @dataclass
 class _Branch:
-    """A branch's progress: its suggestions not yet told, in (due, ask) order, and its next ask."""
+    """A branch's progress: its suggestions not yet told, in the order they are told, and its next ask."""
 
     order: int  # the branch's position, for the ledger's order
     search: BranchSearch
@@ -202,7 +201,7 @@ class RoundLoop:
         sweep = plan.config.sweep
         self.per_round = sweep.per_round
         self.max_rounds = None if ALGORITHMS[sweep.algorithm].exhaustive else sweep.max_rounds  # every candidate once
-        self.defers = defers(sweep)
+        self.defers = defers(sweep, len(searches))
         self.tally = Tally()
         self.clock = OptimizerClock()
         self._seen_in_run: set[str] = set()
@@ -237,7 +236,7 @@ class RoundLoop:
                 self._ask_round(branch)
             elif branch.untold and branch.untold[0].key in self.measured:
                 with self.clock.choosing(self._inflight):
-                    self._tell_oldest(branch)
+                    self._tell_next(branch)
             else:
                 return
 
@@ -312,8 +311,8 @@ class RoundLoop:
             self.journal.append(candidate)
         self.meter.update(current.index + 1, candidate)
 
-    def _tell_oldest(self, branch: _Branch) -> None:
-        """The oldest untold suggestion's result, to its study; a round's own suggestions
+    def _tell_next(self, branch: _Branch) -> None:
+        """The next untold suggestion's result (the first in due order), to its study; a round's own suggestions
         also enter the ledger, in (round, branch, ask) order."""
         item = branch.untold.pop(0)
         candidate = self.measured[item.key]

@@ -73,7 +73,7 @@ def _objectives(config: SmartSearchConfig) -> list[Objective]:
     ]
 
 
-def _study_for(plan: Plan, branch: Branch, knobs: list[Knob]) -> tuple[Study, bool, int | None]:
+def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> tuple[Study, bool, int | None]:
     """The branch's study, whether backend is a dimension, and the finite pool size (if known)."""
     config = plan.config
     has_backend = len(branch.backends) > 1
@@ -87,7 +87,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob]) -> tuple[Study, bo
     points = _grid_points(branch, knobs, config, params) if listed else None
     request = StudyRequest(
         f"spica-{branch.mode}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
-        (sweep.per_round, sweep.max_rounds, most_pending(sweep)), sweep.designer,
+        (sweep.per_round, sweep.max_rounds, most_pending(sweep, branches)), sweep.designer,
     )
     size = len(points or []) if algorithm.exhaustive else len(points) if points and params else None
     return algorithm.build(request), has_backend, size
@@ -177,7 +177,7 @@ def _search(
         searches = []
         for branch in branches:
             knobs = branch_knobs(config, branch.mode, branch.quant_knobs())
-            study, has_backend, pool_size = _study_for(plan, branch, knobs)
+            study, has_backend, pool_size = _study_for(plan, branch, knobs, len(branches))
             searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
         budget = sweep.max_rounds * sweep.per_round
         exhaustive = ALGORITHMS[sweep.algorithm].exhaustive
@@ -193,10 +193,9 @@ def _search(
     except BaseException:
         if writer is not None:
             writer.close(wait=False)  # an interrupted search does not wait for the writer's imports
-        raise
-    finally:
         if own_pool:
             pool.close()
+        raise
 
     tallies = dict(loop.tally.counts)
     timings = {
@@ -207,12 +206,22 @@ def _search(
         "evaluations_done_at": loop.finished_at,  # ... and when the last one came back (before the spread replays)
     }
     results = SearchResults(best, ledger, tallies, folder if write else None, plan)
-    if writer is not None:
-        try:
+    written = None
+    try:
+        if writer is not None:  # handed over before the pool closes: its workers end while the folder is written
             task = ((folder, plan, results), dict(predictor_report=predictor_report, timings=timings, branches=branches, deploy=deploy))
-            writer.submit(results_writer.write, [task])[0].result()
+            written = writer.submit(results_writer.write, [task])[0]
+    finally:
+        try:
+            if own_pool:
+                pool.close()
         finally:
-            writer.close()
+            if writer is not None:
+                try:
+                    if written is not None:
+                        written.result()
+                finally:
+                    writer.close()
     if progress:
         from spica.results.table import format_results
 

@@ -35,10 +35,12 @@ class KvCapacityUnavailable(UserError):
     """The workload needs KV capacity but the installed AI Configurator cannot estimate it."""
 
 
+@functools.cache  # read from the installed metadata: milliseconds, and asked per candidate
 def aic_version() -> str:
     return importlib.metadata.version("aiconfigurator")
 
 
+@functools.cache
 def _ais_version() -> str | None:
     try:
         return importlib.metadata.version("aisimulate")

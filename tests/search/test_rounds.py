@@ -184,7 +184,7 @@ class HoldingCostliestPool(InlinePool):
         self.rounds = 0
         self.held: tuple[Future, Future] | None = None
         self.released_by: str | None = None
-        self._timer = threading.Timer(90, self.release, args=("timer",))
+        self._timer = threading.Timer(300, self.release, args=("timer",))
         self._timer.start()
 
     def submit(self, fn, items):
