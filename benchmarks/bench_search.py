@@ -13,7 +13,7 @@ JAX traces, worker start-up) count. Merges into benchmarks/results/search.json.
 min_gpus is Spica's own capacity-planning scenario (MIN_GPUS below): the GPUs of its answer are
 printed next to those of the exhaustive grid's. glm5 is upstream Spica's GLM-5-FP8 / 72 B200 study
 (examples/glm5_b200_72.yaml, unchanged) cut to its first GLM5_ROUNDS rounds of 8; not in the
-default list (≈ 15 min here): `--scenarios glm5 --seeds 1`.
+default list (≈ 30 min here): `--scenarios glm5 --seeds 1`.
 """
 
 from __future__ import annotations
