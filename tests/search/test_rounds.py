@@ -130,24 +130,25 @@ def test_the_ledger_is_the_same_whatever_order_the_replays_finish_in(tmp_path):
 
 
 class HoldingFirstPool(InlinePool):
-    """Evaluates for real, but keeps round 1's first replay back until another round is
-    submitted (a timer releases it anyway, so a loop that waits for it fails, not hangs)."""
+    """Evaluates for real, but keeps the first replay of submission `hold_at` back until
+    submission `release_at` (a timer releases it anyway, so a loop that waits for it fails, not hangs)."""
 
-    def __init__(self):
+    def __init__(self, hold_at: int = 2, release_at: int = 3, timeout: float = 60):
+        self.hold_at, self.release_at = hold_at, release_at
         self.rounds = 0
         self.held: tuple[Future, Future] | None = None
         self.released_by: str | None = None
-        self._timer = threading.Timer(60, self.release, args=("timer",))
+        self._timer = threading.Timer(timeout, self.release, args=("timer",))
         self._timer.start()
 
     def submit(self, fn, items):
         futures = super().submit(fn, items)
         self.rounds += 1
-        if self.rounds == 2:
+        if self.rounds == self.hold_at:
             self.held = (Future(), futures[0])
             futures[0] = self.held[0]
-        elif self.rounds > 2:
-            self.release("a later round")
+        elif self.rounds >= self.release_at:
+            self.release(f"submission {self.rounds}")
         return futures
 
     def release(self, by: str) -> None:
@@ -161,7 +162,7 @@ def test_a_branch_replays_its_next_round_while_one_replay_is_slow(tmp_path):
     config = small(search_space={"agg_max_num_seqs": [16, 32, 64, 128]}, sweep={"max_rounds": 4, "designer": "fast"})
     pool = HoldingFirstPool()
     run_smart_search(config, results_dir=tmp_path, pool=pool)
-    assert pool.released_by == "a later round"  # round 2 went out while round 1's first replay was held
+    assert pool.released_by == "submission 3"  # round 2 went out while round 1's first replay was held
 
 
 def test_a_rounds_costliest_third_is_deferred_where_it_costs_more_than_the_median():
@@ -175,35 +176,18 @@ def test_a_rounds_costliest_third_is_deferred_where_it_costs_more_than_the_media
 KV_LOAD = {"isl": 512, "osl": 32, "concurrency": None, "kv_load_ratio": 0.3, "num_request_ratio": 1}
 
 
-class HoldingCostliestPool(InlinePool):
-    """Evaluates for real, but keeps the first round's costliest replay back until a fourth round
-    is submitted (a timer releases it anyway, so a loop that waits for it fails, not hangs)."""
+class HoldingCostliestPool(HoldingFirstPool):
+    """Keeps the first round's costliest replay back until a fourth round is submitted, and
+    checks that each round is handed out costliest first."""
 
     def __init__(self, config):
+        super().__init__(hold_at=1, release_at=4, timeout=300)
         self.config = config
-        self.rounds = 0
-        self.held: tuple[Future, Future] | None = None
-        self.released_by: str | None = None
-        self._timer = threading.Timer(300, self.release, args=("timer",))
-        self._timer.start()
 
     def submit(self, fn, items):
-        futures = super().submit(fn, items)
-        self.rounds += 1
-        if self.rounds == 1:
-            costs = [request_count(self.config, unrolled) for _, unrolled in items]
-            assert costs == sorted(costs, reverse=True)  # handed out costliest first
-            self.held = (Future(), futures[0])
-            futures[0] = self.held[0]
-        elif self.rounds == 4:
-            self.release("round 4")
-        return futures
-
-    def release(self, by: str) -> None:
-        if self.released_by is None and self.held is not None:
-            self.released_by = by
-            _copy(self.held[1], self.held[0])
-        self._timer.cancel()
+        costs = [request_count(self.config, unrolled) for _, unrolled in items]
+        assert costs == sorted(costs, reverse=True)  # handed out costliest first
+        return super().submit(fn, items)
 
 
 def test_a_rounds_costliest_replay_holds_back_neither_of_the_next_two_asks(tmp_path):
@@ -211,7 +195,7 @@ def test_a_rounds_costliest_replay_holds_back_neither_of_the_next_two_asks(tmp_p
                    sweep={"max_rounds": 5, "candidates_per_round": 4, "parallel_evals": 4, "designer": "fast"})
     pool = HoldingCostliestPool(config)
     run_smart_search(config, results_dir=tmp_path, pool=pool)
-    assert pool.released_by == "round 4"  # rounds 2-4 went out while round 1's costliest replay was held
+    assert pool.released_by == "submission 4"  # rounds 2-4 went out while round 1's costliest replay was held
 
 
 def test_with_deferred_replays_the_ledger_is_the_same_whatever_order_they_finish_in(tmp_path):
