@@ -10,8 +10,7 @@ not wait for each other either.
 
 Where the branches' rounds together are no larger than the pool (parallel_evals ≥ per_round ×
 branches, as in upstream's GLM-5 study: one branch, 8 × 8), up to a third of a round, its
-costliest suggestions, are due two rounds later still (`deferred`). A replay's
-time grows with the requests it simulates, known before it runs, and on a KV-relative load they
+costliest suggestions, is due two rounds later still (`deferred`). A replay's time grows with the requests it simulates, known before it runs, and on a KV-relative load they
 span two orders of magnitude within a round (GLM-5: 1.3k–99k). Due with the rest, the slowest
 one held back the tells behind it, and so the next ask, while the other workers ran dry. A pool
 smaller than its rounds has their other replays to go on with: on S3 (2 workers, rounds of
@@ -23,8 +22,8 @@ front hypervolume 4.15e4 → 3.78e4 (one seed each). Two rounds in flight on top
 but took 2,144 s for a front of 3.24e4, and was not kept.
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a
-due round: a round's own suggestions in ask order, then its followers), one at a time, and a branch asks as soon as every result due by that ask is told. Every ask
-therefore knows exactly the results due by it — a fact of the candidates, not of which replay
+due round: a round's own suggestions in ask order, then its followers), one at a time, and a
+branch asks as soon as every result due by that ask is told. Every ask therefore knows exactly the results due by it — a fact of the candidates, not of which replay
 came back first (a replay that finishes early waits, measured and journaled, for the ones due
 before it). The ledger comes out in (round, branch, ask) order, so a seeded run gives the same
 ledger every time.
@@ -270,7 +269,7 @@ class RoundLoop:
                 current.replayed.add(key)
         branch.untold.extend(_Untold(current, trial_id, key, position, due[key]) for position, (trial_id, _, key) in enumerate(current.batch))
         branch.untold.extend(_Untold(current, trial_id, key, None, max(current.index + 2, due[key])) for trial_id, key in current.followers)
-        branch.untold.sort(key=lambda item: item.due)  # stable: ask order within a due round
+        branch.untold.sort(key=lambda item: item.due)  # stable: within a due round, as appended
 
     def _ask(self, branch: _Branch) -> _Round:
         """per_round suggestions, projected and deduplicated (a round may bring nothing new:
@@ -315,8 +314,8 @@ class RoundLoop:
         self.meter.update(current.index + 1, candidate)
 
     def _tell_next(self, branch: _Branch) -> None:
-        """The next untold suggestion's result (the first in due order), to its study; a round's own suggestions
-        also enter the ledger, in (round, branch, ask) order."""
+        """The next untold suggestion's result (the first in due order), to its study; a round's
+        own suggestions also enter the ledger, in (round, branch, ask) order."""
         item = branch.untold.pop(0)
         candidate = self.measured[item.key]
         if item.position is not None:
