@@ -1,4 +1,5 @@
-"""docs/search.md step 5: every branch's study runs its own rounds, one round ahead, all on one pool.
+"""docs/search.md step 5: every branch's study runs its own rounds, one round ahead, all on one
+pool.
 
 A round is ask → project → dedupe → evaluate → tell for one branch. A branch does not wait
 for the whole of a round before asking the next: each suggestion is due (its result told) by
@@ -10,23 +11,24 @@ not wait for each other either.
 
 Where the branches' rounds together are no larger than the pool (parallel_evals ≥ per_round ×
 branches, as in upstream's GLM-5 study: one branch, 8 × 8), up to a third of a round, its
-costliest suggestions, is due two rounds later still (`deferred`). A replay's time grows with the requests it simulates, known before it runs, and on a KV-relative load they
-span two orders of magnitude within a round (GLM-5: 1.3k–99k). Due with the rest, the slowest
-one held back the tells behind it, and so the next ask, while the other workers ran dry. A pool
-smaller than its rounds has their other replays to go on with: on S3 (2 workers, rounds of
-4, 0.7 % idle) deferring only gave its asks less to know (front hypervolume 1.06 of the peer's
-instead of 1.10, median of 6 seeds). Each round's replays are handed to the pool costliest
-first, so that they do not start last. Measured on the GLM-5 study's first 160 samples (seed 1,
+costliest suggestions, is due two rounds later still (`deferred`). A replay's time grows with
+the requests it simulates, known before it runs, and on a KV-relative load they span two orders
+of magnitude within a round (GLM-5: 1.3k–99k). Due with the rest, the slowest one held back the
+tells behind it, and so the next ask, while the other workers ran dry. A pool smaller than its
+rounds has their other replays to go on with: on S3 (2 workers, rounds of 4, 0.7 % idle)
+deferring only gave its asks less to know (front hypervolume 1.06 of the peer's instead of 1.10,
+median of 6 seeds). Each round's replays are handed to the pool costliest first, so that they do
+not start last. Measured on the GLM-5 study's first 160 samples (seed 1,
 benchmarks/bench_search.py): idle workers 23.4 % → 16.3 % of worker time, wall 2,507 → 1,897 s,
 front hypervolume 4.15e4 → 3.78e4 (one seed each). Two rounds in flight on top left 9.9 % idle
 but took 2,144 s for a front of 3.24e4, and was not kept.
 
-Reproducible whatever the replay durations: results are told strictly in due order (within a
-due round: a round's own suggestions in ask order, then its followers), one at a time, and a
-branch asks as soon as every result due by that ask is told. Every ask therefore knows exactly the results due by it — a fact of the candidates, not of which replay
-came back first (a replay that finishes early waits, measured and journaled, for the ones due
-before it). The ledger comes out in (round, branch, ask) order, so a seeded run gives the same
-ledger every time.
+Reproducible whatever the replay durations: results are told strictly in due order (within a due
+round: a round's own suggestions in ask order, then its followers), one at a time, and a branch
+asks as soon as every result due by that ask is told. Every ask therefore knows exactly the
+results due by it — a fact of the candidates, not of which replay came back first (a replay that
+finishes early waits, measured and journaled, for the ones due before it). The ledger comes out
+in (round, branch, ask) order, so a seeded run gives the same ledger every time.
 
 Why one round, measured on S3 (2 workers, 4 per round, medians of 5 seeds,
 benchmarks/bench_search.py, two sessions): the barrier (due the next ask) left 14.9 % and 23.7 %
