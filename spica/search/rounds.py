@@ -76,6 +76,10 @@ DEFERRED_ROUNDS = 2
 """How many rounds later than the rest a deferred replay is due."""
 
 
+def _most_deferred(round_size: int) -> int:
+    return -(-round_size // DEFERRED_SHARE)
+
+
 def defers(sweep: SweepConfig, branches: int) -> bool:
     """Whether a round's costliest suggestions are deferred: where the branches' rounds, which
     share the pool, do not outnumber its workers (why: the module docstring)."""
@@ -85,7 +89,7 @@ def defers(sweep: SweepConfig, branches: int) -> bool:
 def most_pending(sweep: SweepConfig, branches: int) -> int:
     """How many of a branch's own suggestions (followers aside) may still be untold when it
     asks: the previous round, and the deferred ones of the two rounds before."""
-    return sweep.per_round + (DEFERRED_ROUNDS * -(-sweep.per_round // DEFERRED_SHARE) if defers(sweep, branches) else 0)
+    return sweep.per_round + (DEFERRED_ROUNDS * _most_deferred(sweep.per_round) if defers(sweep, branches) else 0)
 
 
 def deferred(costs: list[int | None]) -> set[int]:
@@ -94,7 +98,7 @@ def deferred(costs: list[int | None]) -> set[int]:
     if not costs or any(cost is None for cost in costs):
         return set()
     median = sorted(costs)[(len(costs) - 1) // 2]
-    costliest = sorted(range(len(costs)), key=lambda position: -costs[position])[: -(-len(costs) // DEFERRED_SHARE)]
+    costliest = sorted(range(len(costs)), key=lambda position: -costs[position])[: _most_deferred(len(costs))]
     return {position for position in costliest if costs[position] > median}
 
 
