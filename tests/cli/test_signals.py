@@ -64,11 +64,18 @@ def leave_nothing():
             process.wait(timeout=30)
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A suite started in the background of a script (`cmd &`, nohup) ignores SIGINT, and so would
+    the search it starts: Python leaves an inherited SIG_IGN in place, as a background job should.
+    The search here is started as from a terminal, where Ctrl-C reaches it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(results: Path, *overrides: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
          "--results-dir", str(results), "sweep.max_rounds=10", *overrides],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_in_a_terminal,
     )
 
 
