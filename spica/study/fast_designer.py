@@ -18,12 +18,13 @@ rule) and changes how they are run:
 - an objective known before any replay (min_gpus: `ordered_by` in the problem's metadata) is
   searched for feasibility instead, over the pool (spica/study/feasibility.py), until no
   candidate left can beat the best feasible one;
-- `warm_up` loads (the first time on a machine: traces) them in a background thread while
-  the first rounds replay.
+- `warm_up` loads (the first time on a machine: traces) them in a background thread from the
+  moment the study opens, while the other studies open and the first rounds replay.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import threading
@@ -255,10 +256,43 @@ def warm_up(
                 designer.suggest(batch)
         except Exception:  # noqa: BLE001 - only a speed-up: the real ask traces and reports errors itself
             log.debug("designer warm-up failed", exc_info=True)
+        finally:
+            _COLLECTION_PAUSE.leave()
 
+    _COLLECTION_PAUSE.enter()
     thread = threading.Thread(target=trace, name="spica-designer-warm-up")
     thread.start()
     return thread
+
+
+class _CollectionPause:
+    """Automatic garbage collection is off while any warm-up runs. JAX hooks XLA's own
+    collection into every pass (gc.callbacks), and a pass set off by another thread's
+    allocations while a warm-up ran XLA with the GIL released once deadlocked a search: the
+    collecting thread waited for an XLA lock with the GIL held, the XLA thread holding that lock
+    waited for the GIL. The warm-ups start as the studies open, beside the allocations of the
+    next study's, so the pass is not left to chance."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._was_enabled = False
+
+    def enter(self) -> None:
+        with self._lock:
+            if not self._running:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._running += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._running -= 1
+            if not self._running and self._was_enabled:
+                gc.enable()
+
+
+_COLLECTION_PAUSE = _CollectionPause()
 
 
 def _made_up_trials(problem: vz.ProblemStatement, candidates: CandidateSet | None, completed: int, active: int) -> list[vz.Trial]:

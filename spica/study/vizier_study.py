@@ -6,7 +6,6 @@ trials that were asked but never told are handed out again by the next ask().
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import threading
@@ -79,15 +78,12 @@ class VizierStudy(RecordedTrials):
         if self._pool is not None and engine.DESIGNERS[self._algorithm].pool_aware:
             pool = CandidateSet.build(problem, [vizier_space.to_vizier(self._params, p) for p in self._pool])
         spec = engine.DesignerSpec(self._algorithm, seed, pool, fast_designer.FastSettings())
-        self._warming: threading.Thread | None = None
-        self._warm_up = None  # started by the first ask, so that it does not slow that ask down
+        study = engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
         warm_up = engine.DESIGNERS[self._algorithm].warm_up
-        if warm_up is not None and rounds is not None:
-            self._warm_up = functools.partial(
-                warm_up, problem, pool, batch=rounds[0], rounds=rounds[1], pending=rounds[2], seed=seed,
-                settings=spec.settings,
-            )
-        return engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
+        self._warming: threading.Thread | None = None
+        if warm_up is not None and rounds is not None:  # from the start: it runs while the other studies open
+            self._warming = warm_up(problem, pool, batch=rounds[0], rounds=rounds[1], pending=rounds[2], seed=seed, settings=spec.settings)
+        return study
 
     @property
     def vizier_study_id(self) -> str:
@@ -97,7 +93,6 @@ class VizierStudy(RecordedTrials):
     def ask(self, n: int) -> list[Suggestion]:
         check_ask_count(n)
         if any(t.status != "pending" for t in self._trials.values()):  # a model-based ask
-            self._warm_up = None
             if self._warming is not None:  # let the warm-up finish rather than trace twice
                 self._warming.join()
                 self._warming = None
@@ -113,8 +108,6 @@ class VizierStudy(RecordedTrials):
                 record = self._record(trial.materialize())
                 self._trials[record.trial_id] = record
                 fresh.append(record.trial_id)
-        if self._warm_up is not None:
-            self._warming, self._warm_up = self._warm_up(), None
         return [Suggestion(i, dict(self._trials[i].params)) for i in resumed + sorted(fresh)]
 
     def tell(

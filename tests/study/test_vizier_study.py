@@ -62,15 +62,27 @@ def test_same_seed_gives_same_suggestions_through_the_gp_phase(tmp_path):
 
 def test_background_warm_up_leaves_the_suggestions_unchanged(tmp_path):
     warmed = study(tmp_path / "a", rounds=(2, 3, 0))
+    assert warmed._warming is not None  # started as the study opens: rounds 2 and 3 are model-based
     first = warmed.ask(2)
-    assert warmed._warming is not None  # started by the first ask: rounds 2 and 3 are model-based
     for suggestion in first:
         warmed.tell(suggestion.trial_id, throughput(suggestion.params))
     plain = study(tmp_path / "b")
     assert [[x.params for x in first]] + run_rounds(warmed, 2) == run_rounds(plain, 3)
     single = study(tmp_path / "c", rounds=(2, 1, 0))
-    single.ask(2)
     assert single._warming is None  # one round: nothing model-based to prepare
+
+
+def test_no_garbage_collection_runs_while_a_warm_up_does(tmp_path):
+    """Two studies warming up at once: collection is off until the last of them ends, then on."""
+    import gc
+
+    first, second = study(tmp_path / "a", rounds=(2, 3, 0)), study(tmp_path / "b", rounds=(2, 4, 0))
+    assert not gc.isenabled()
+    threads = [first._warming, second._warming]
+    threads[0].join()
+    assert not gc.isenabled() or not threads[1].is_alive()
+    threads[1].join()
+    assert gc.isenabled()
 
 
 def test_integer_and_discrete_params_come_back_as_python_ints(tmp_path):
