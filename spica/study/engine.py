@@ -11,6 +11,7 @@ process. Studies still go through Vizier's real client, datastore and Pythia pat
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -56,7 +57,7 @@ class DesignerChoice:
     stored_as: str  # the algorithm name kept in the Vizier study (Vizier's own for "default")
     pool_aware: bool  # picks only from the finite candidates, each once
     make: Callable[[DesignerSpec, vz.ProblemStatement, int], vza.Designer]
-    warm_up: Callable[..., threading.Thread | None] | None = None  # traces its JAX functions ahead (fast_designer.warm_up)
+    warm_up: Callable[..., Future | None] | None = None  # traces its JAX functions ahead (fast_designer.warm_up)
 
 
 def _fast(spec: DesignerSpec, problem: vz.ProblemStatement, salt: int) -> vza.Designer:

@@ -28,6 +28,7 @@ import gc
 import logging
 import math
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -227,8 +228,8 @@ def warm_up(
     pending: int,
     seed: int,
     settings: FastSettings = FastSettings(),
-) -> threading.Thread | None:
-    """Starts a thread that traces the designer's JAX functions for every array size that
+) -> Future | None:
+    """Queues the tracing of the designer's JAX functions for every array size that
     `rounds` rounds of `batch` suggestions will use, on made-up results; each round after the
     first is asked with up to `pending` earlier suggestions still untold (active).
 
@@ -260,9 +261,12 @@ def warm_up(
             _COLLECTION_PAUSE.leave()
 
     _COLLECTION_PAUSE.enter()
-    thread = threading.Thread(target=trace, name="spica-designer-warm-up")
-    thread.start()
-    return thread
+    return _WARM_UPS.submit(trace)
+
+
+_WARM_UPS = ThreadPoolExecutor(1, thread_name_prefix="spica-designer-warm-up")
+"""One warm-up at a time, in the order the studies opened: the first study's first model-based
+ask waits for its own warm-up only, not for one sharing the cores with the next study's."""
 
 
 class _CollectionPause:

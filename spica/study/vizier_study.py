@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -80,7 +80,7 @@ class VizierStudy(RecordedTrials):
         spec = engine.DesignerSpec(self._algorithm, seed, pool, fast_designer.FastSettings())
         study = engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
         warm_up = engine.DESIGNERS[self._algorithm].warm_up
-        self._warming: threading.Thread | None = None
+        self._warming: Future | None = None
         if warm_up is not None and rounds is not None:  # from the start: it runs while the other studies open
             self._warming = warm_up(problem, pool, batch=rounds[0], rounds=rounds[1], pending=rounds[2], seed=seed, settings=spec.settings)
         return study
@@ -94,7 +94,7 @@ class VizierStudy(RecordedTrials):
         check_ask_count(n)
         if any(t.status != "pending" for t in self._trials.values()):  # a model-based ask
             if self._warming is not None:  # let the warm-up finish rather than trace twice
-                self._warming.join()
+                self._warming.result()
                 self._warming = None
         resumed, self._undelivered = self._undelivered[:n], self._undelivered[n:]
         wanted = n - len(resumed)

@@ -78,10 +78,10 @@ def test_no_garbage_collection_runs_while_a_warm_up_does(tmp_path):
 
     first, second = study(tmp_path / "a", rounds=(2, 3, 0)), study(tmp_path / "b", rounds=(2, 4, 0))
     assert not gc.isenabled()
-    threads = [first._warming, second._warming]
-    threads[0].join()
-    assert not gc.isenabled() or not threads[1].is_alive()
-    threads[1].join()
+    warm_ups = [first._warming, second._warming]
+    warm_ups[0].result()
+    assert not gc.isenabled() or warm_ups[1].done()
+    warm_ups[1].result()
     assert gc.isenabled()
 
 
