@@ -6,11 +6,12 @@ done: a SIGALRM handler only runs after the call returns (measured: a 0.5 s alar
 keep burning its core. So a capped replay (``timeout_s`` set) runs in a child process that is
 killed at the cap. Measured on 2 busy cores, a fresh child per replay added ~0.1 s to a tiny
 replay and ~0.2 s to a 1k-request one (fork, then the Rust runtime's first-replay warm-up in
-every child). So each process keeps one long-lived replay worker and sends it one call at a
-time; a capped replay then costs about what an in-process one does (benchmarks/bench_evaluation.py). The worker is started from a ``forkserver`` that has imported
-``dynamo.replay`` (~1-2 s once; ~50 ms per restart), and is killed and replaced only when a cap is
-hit or it dies. Like any spawn/forkserver child it re-imports the caller's main module, so
-scripts need the ``if __name__ == "__main__":`` guard; it must be started from a non-daemonic
+every child). So each process keeps one long-lived replay child and sends it one call at a
+time; a capped replay then costs about what an in-process one does (benchmarks/bench_evaluation.py).
+An evaluation worker (itself forked from a forkserver that imported WORKER_IMPORTS) forks its
+replay child directly (~10 ms per restart); any other process (a search evaluating inline, with
+JAX's threads running) starts it from a ``forkserver`` that imports them (~0.5 s once). The child
+is killed and replaced only when a cap is hit or it dies. It must be started from a non-daemonic
 process (ProcessPoolExecutor workers are fine, multiprocessing.Pool workers are not).
 Uncapped calls (``timeout_s=None``) run in-process. The cap covers the whole call, including a
 cold timing-table build, which is not interruptible but takes ~1-3 s once per shape.
@@ -167,6 +168,7 @@ class _CappedWorker:
         self._lock = threading.Lock()
         self._process: Any = None
         self._connection: Connection | None = None
+        self.fork = False  # fork the child from this process (an evaluation worker: see prepare_worker)
 
     def run(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout_s: float) -> _Result | None:
         """`_execute` in the worker; None when the cap is hit (the worker is then killed)."""
@@ -191,8 +193,11 @@ class _CappedWorker:
         if self._process is not None and self._process.is_alive() and self._connection is not None:
             return self._connection
         self._stop()
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["dynamo.replay", "dynamo.llm", __name__])
+        if self.fork:
+            context = multiprocessing.get_context("fork")
+        else:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(list(WORKER_IMPORTS))
         ours, theirs = context.Pipe()
         self._process = context.Process(target=_serve, args=(theirs,), daemon=True, name="spica-replay")
         self._process.start()
@@ -230,8 +235,9 @@ def _serve(connection: Connection) -> None:
 
 
 def _die_with_parent() -> None:
-    """Linux: SIGKILL this replay child when its parent (the forkserver, which ends with the
-    worker that started it) is gone, so a killed search leaves no replay running."""
+    """Linux: SIGKILL this replay child when its parent (the evaluation worker that forked it, or
+    the forkserver, which ends with the process that started it) is gone, so a killed search
+    leaves no replay running."""
     try:
         import ctypes
 
@@ -244,13 +250,20 @@ PR_SET_PDEATHSIG = 1
 _capped_worker = _CappedWorker()
 
 
+WORKER_IMPORTS = ("dynamo.replay", "dynamo.llm", __name__, "spica.evaluation.evaluate")
+"""What an evaluation worker and its replay child import: once, in the forkserver they are forked
+from (spica.search.pool.local_pool), not in every process (~0.45 s each)."""
+
+
 def prepare_worker(capped: bool) -> None:
-    """An evaluation worker's start: the evaluation stack imported and, for capped replays, the
-    replay child running (its forkserver imports Replay: ~0.3 s, ~0.6 s on busy cores), so the
-    first replay of a search does not pay for it."""
+    """An evaluation worker's start, forked from a forkserver that imported WORKER_IMPORTS: for
+    capped replays, the replay child running, so the first replay of a search does not wait for
+    it. The child is forked from the worker, which has only imported Replay, never run it (the
+    worker's own Rust and JAX state would not survive a fork)."""
     import spica.evaluation.evaluate  # noqa: F401
 
     if capped:
+        _capped_worker.fork = True
         _capped_worker.start()
     else:
         import dynamo.replay  # noqa: F401

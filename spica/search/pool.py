@@ -1,17 +1,18 @@
-"""Where evaluations run: in this process, in a spawned process pool, or elsewhere.
+"""Where evaluations run: in this process, in a local process pool, or elsewhere.
 
 A pool is any object with `submit(fn, items) -> list[Future]` (one future per item, in item
 order) and `close()`; `outcome(future)` reads a future as the item's result or the exception
 it raised, so one bad candidate never sinks a search. Futures let the search keep each branch's
 rounds going on its own: one branch's study asks while another branch's candidates replay.
 runner.slurm_pool.SlurmPool is a pool that fans out over SLURM. The local process pool is
-created once per run: workers pay the import of Replay and AI Configurator once, not per
-candidate.
+created once per run, its workers forked from one forkserver that imported Replay and the
+evaluation stack: paid once per run, not per worker or per candidate.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import multiprocessing
 import os
 import signal
@@ -19,6 +20,7 @@ import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from spica.errors import DeadPoolError
@@ -81,8 +83,10 @@ class InlinePool:
 
 
 class ProcessPool:
-    """A spawn-context process pool that survives losing a worker; spawn because Replay's Rust
-    runtime is not fork-safe.
+    """A process pool that survives losing a worker. Its workers are spawned, each importing
+    what it runs; or, given `imports`, forked from a forkserver that has imported those modules
+    once (never from this process: Replay's Rust runtime and JAX are not fork-safe), so N
+    workers cost one import instead of N.
 
     `preload` (a picklable function, e.g. spica.evaluation.replay.prepare_worker) starts every
     worker at once and runs in it, so the workers' start-up overlaps the caller's own set-up
@@ -96,9 +100,12 @@ class ProcessPool:
 
     RETRIES = 1
 
-    def __init__(self, workers: int, preload: Callable[[], None] | None = None):
+    def __init__(self, workers: int, preload: Callable[[], None] | None = None, imports: Sequence[str] = ()):
         self.workers = workers
         self._preload = preload
+        self._context = multiprocessing.get_context("forkserver" if imports else "spawn")
+        if imports:
+            self._context.set_forkserver_preload(list(imports))  # the first forkserver user decides
         self._lock = threading.Lock()
         self._progress = False  # a worker came up, or an item finished, since the last break
         self._closed = False
@@ -106,12 +113,20 @@ class ProcessPool:
 
     def _start(self) -> ProcessPoolExecutor:
         executor = ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_setup,
-            initargs=(os.getpid(),),
+            max_workers=self.workers, mp_context=self._context, initializer=_worker_setup, initargs=(os.getpid(), self._preload),
         )
-        for _ in range(self.workers):  # every worker starts now; one that comes up proves the pool can
-            executor.submit(_preload, self._preload).add_done_callback(self._started)
+        # Every worker starts now; one that comes up proves the pool can. Launched from a thread:
+        # a forkserver forks no worker before it has imported `imports` (~0.5 s), and the caller
+        # goes on with its own set-up meanwhile.
+        threading.Thread(target=self._launch, args=(executor,), daemon=True, name="spica-pool-start").start()
         return executor
+
+    def _launch(self, executor: ProcessPoolExecutor) -> None:
+        for _ in range(self.workers):
+            try:
+                executor.submit(_ready).add_done_callback(self._started)
+            except (BrokenProcessPool, RuntimeError):  # closed, or broken, before its workers came up
+                return
 
     def _started(self, probe: Future) -> None:
         if not probe.cancelled() and probe.exception() is None:
@@ -174,33 +189,58 @@ class ProcessPool:
         executor.shutdown(wait=wait, cancel_futures=True)
 
 
-def _preload(prepare: Callable[[], None] | None) -> None:
-    if prepare is not None:
-        prepare()
+def _ready() -> None:
+    """A probe: it returns once a worker has come up."""
 
 
-def _worker_setup(parent: int) -> None:
+def _worker_setup(caller: int, preload: Callable[[], None] | None) -> None:
     """Ctrl-C reaches every process of the terminal's group: workers ignore it, so the caller
     alone decides (it cancels what is queued and keeps what finished) instead of the pool dying.
     A worker whose caller is gone (killed with SIGKILL, say) ends itself within a second
-    instead of living on as an orphan."""
+    instead of living on as an orphan. Then the pool's `preload`, in every worker; it is only a
+    head start (what it prepares, the first item would), so its failure does not end the worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="spica-orphan-watch").start()
+    threading.Thread(target=_exit_with, args=(caller, os.getppid()), daemon=True, name="spica-orphan-watch").start()
+    if preload is not None:
+        try:
+            preload()
+        except Exception:  # noqa: BLE001 - see above
+            logging.getLogger(__name__).debug("worker preload failed", exc_info=True)
 
 
-def _exit_with(parent: int) -> None:
-    while os.getppid() == parent:
+def _exit_with(caller: int, parent: int) -> None:
+    """Ends this worker once its caller or its parent is gone. A spawned worker's parent is the
+    caller. A forked one's is the caller's forkserver, which outlives the caller until its
+    workers end (they hold it open), so they watch the caller itself."""
+    while os.getppid() == parent and _exists(caller):
         time.sleep(ORPHAN_POLL_SECONDS)
     os._exit(1)
+
+
+def _exists(pid: int) -> bool:
+    """The process runs: not gone, and not a zombie (a caller killed and not yet reaped by its
+    own parent, which may be waiting for this worker to close the output they share)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: not Linux
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
 
 
 def local_pool(parallel_evals: int, per_round: int, capped: bool = True) -> EvaluationPool:
     """docs/search.md step 5: min(parallel_evals, per_round) workers, only when both exceed 1.
     Each worker gets ready to replay as it starts (`capped`: the evaluations have a time cap,
     so they replay in a child process; see spica/evaluation/replay.py)."""
-    from spica.evaluation.replay import prepare_worker
+    from spica.evaluation.replay import WORKER_IMPORTS, prepare_worker
 
     workers = min(parallel_evals, per_round)
     if parallel_evals > 1 and per_round > 1:
-        return ProcessPool(workers, preload=functools.partial(prepare_worker, capped))
+        return ProcessPool(workers, preload=functools.partial(prepare_worker, capped), imports=WORKER_IMPORTS)
     return InlinePool()

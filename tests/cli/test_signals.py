@@ -133,14 +133,10 @@ def _stat(pid: int) -> list[str]:
 
 
 def _pool_workers(search: int) -> list[int]:
-    """The search's evaluation pool workers: its spawned children that hold a forkserver for their
-    replay child (not the resource tracker, not the results writer)."""
-    workers = []
-    for pid in sorted(_descendants(search)):
-        if int(_stat(pid)[1]) == search and "spawn_main" in _cmdline(pid):
-            if any("multiprocessing.forkserver" in _cmdline(child) for child in _descendants(pid)):
-                workers.append(pid)
-    return workers
+    """The search's evaluation pool workers: the children of its forkserver (not the resource
+    tracker, not the results writer), each the parent of its replay child."""
+    forkservers = [pid for pid in _descendants(search) if int(_stat(pid)[1]) == search and "multiprocessing.forkserver" in _cmdline(pid)]
+    return sorted(pid for forkserver in forkservers for pid in _descendants(forkserver) if int(_stat(pid)[1]) == forkserver)
 
 
 def _cmdline(pid: int) -> str:
@@ -151,14 +147,14 @@ def _cmdline(pid: int) -> str:
 
 
 def _a_replaying_worker(workers: list[int], process: subprocess.Popen) -> int:
-    """A worker caught in the middle of an evaluation: its replay child (a child of the worker's
-    forkserver, not the forkserver itself) found running, not waiting for work, twice 5 ms apart."""
+    """A worker caught in the middle of an evaluation: its replay child found running, not
+    waiting for work, twice 5 ms apart."""
     deadline = time.monotonic() + 300
     running: set[int] = set()
     while time.monotonic() < deadline and process.poll() is None:
         now = set()
         for worker in workers:
-            children = [pid for pid in _descendants(worker) if int(_stat(pid)[1]) != worker]
+            children = [pid for pid in _descendants(worker) if int(_stat(pid)[1]) == worker]
             if any(_stat(pid)[0] == "R" for pid in children):
                 now.add(worker)
         if now & running:

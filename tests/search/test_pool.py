@@ -102,8 +102,10 @@ def test_an_item_that_kills_its_worker_every_time_fails_as_worker_lost_and_the_p
 
 
 @pytest.mark.e2e
-def test_workers_end_when_their_caller_is_killed(tmp_path):
-    """kill -9 of the process that owns the pool leaves no worker (or replay child) behind."""
+@pytest.mark.parametrize("pool", ["ProcessPool(2)", "ProcessPool(2, imports=['json'])"], ids=["spawned", "forked"])
+def test_workers_end_when_their_caller_is_killed(tmp_path, pool):
+    """kill -9 of the process that owns the pool leaves no worker behind, even while the caller
+    is a zombie its parent has not reaped (a parent reading the output it shares with them)."""
     import signal
     import subprocess
     import sys
@@ -114,7 +116,7 @@ def test_workers_end_when_their_caller_is_killed(tmp_path):
         "import os, sys, time\n"
         "from spica.search.pool import ProcessPool\n"
         "if __name__ == '__main__':\n"
-        "    pool = ProcessPool(2)\n"
+        f"    pool = {pool}\n"
         "    pool.submit(abs, [1, 2])[1].result()\n"
         "    print(' '.join(map(str, pool._executor._processes)), flush=True)\n"
         "    time.sleep(120)\n"
@@ -123,11 +125,12 @@ def test_workers_end_when_their_caller_is_killed(tmp_path):
     workers = [int(pid) for pid in owner.stdout.readline().split()]
     assert len(workers) == 2
     owner.send_signal(signal.SIGKILL)
-    owner.wait()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
         time.sleep(0.2)
-    assert not [pid for pid in workers if _alive(pid)]
+    left = [pid for pid in workers if _alive(pid)]
+    owner.wait()
+    assert not left
 
 
 def _alive(pid: int) -> bool:
