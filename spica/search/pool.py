@@ -220,18 +220,18 @@ def _exit_with(caller: int, parent: int) -> None:
 def _exists(pid: int) -> bool:
     """The process runs: not gone, and not a zombie (a caller killed and not yet reaped by its
     own parent, which may be waiting for this worker to close the output they share)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: not Linux
+    if Path("/proc/self/stat").exists():
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
             return False
-        except PermissionError:
-            pass
-        return True
+    try:  # no /proc (not Linux): a zombie counts as running
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def local_pool(parallel_evals: int, per_round: int, capped: bool = True) -> EvaluationPool:

@@ -139,3 +139,19 @@ def _alive(pid: int) -> bool:
             return stat.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_caller_counts_as_gone_once_it_has_ended_even_before_it_is_reaped():
+    import subprocess
+    import sys
+    import time
+
+    from spica.search.pool import _exists
+
+    assert _exists(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while _exists(child.pid) and time.monotonic() < deadline:  # ended, a zombie until waited for
+        time.sleep(0.05)
+    assert not _exists(child.pid) and child.poll() == 0
+    assert not _exists(child.pid)
