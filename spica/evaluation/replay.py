@@ -250,7 +250,7 @@ PR_SET_PDEATHSIG = 1
 _capped_worker = _CappedWorker()
 
 
-WORKER_IMPORTS = ("dynamo.replay", "dynamo.llm", __name__, "spica.evaluation.evaluate")
+WORKER_IMPORTS = ("dynamo.replay", "dynamo.llm", "spica.evaluation.evaluate")  # evaluate imports this module
 """What an evaluation worker and its replay child import: once, in the forkserver they are forked
 from (spica.search.pool.local_pool), not in every process (~0.45 s each)."""
 
