@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -336,8 +337,14 @@ def _leave(code: int) -> NoReturn:
     """Exit with `code`, skipping interpreter finalization: the work is done and on disk, and
     tearing down the JAX, TensorFlow Probability and Replay runtimes a search loaded only cost
     time (~1 s of an S1 search) — or, with a JAX thread still running, aborted the process
-    (exit -6) instead of exiting with the code."""
+    (exit -6) instead of exiting with the code. What finalization would have removed and a
+    search leaves behind is removed here: multiprocessing's temporary folder (the forkserver's
+    socket, `/tmp/pymp-*`)."""
     logging.shutdown()
+    if "multiprocessing" in sys.modules:
+        from multiprocessing import util
+
+        shutil.rmtree(util.get_temp_dir(), ignore_errors=True)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

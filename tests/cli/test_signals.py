@@ -71,11 +71,24 @@ def _ctrl_c_as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _temporary(results: Path) -> dict[str, str]:
+    """The environment of a search whose temporary files go to a folder of the test's own."""
+    folder = results.parent / "tmp"
+    folder.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(folder)}
+
+
+def _left_in_tmp(results: Path) -> list[str]:
+    """multiprocessing's temporary folders (`pymp-*`, the forkserver's socket) left behind."""
+    return sorted(path.name for path in (results.parent / "tmp").glob("pymp-*"))
+
+
 def _start(results: Path, *overrides: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
          "--results-dir", str(results), "sweep.max_rounds=10", *overrides],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_in_a_terminal,
+        env=_temporary(results),
     )
 
 
@@ -108,12 +121,14 @@ def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, 
     while _alive(started) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(started), "processes the search started outlived it"
+    if signum != signal.SIGKILL:
+        assert _left_in_tmp(results) == []
     finished = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip().endswith("}")]
     assert len(finished) >= 1
     again = subprocess.run(
         [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
          "--results-dir", str(results), "sweep.max_rounds=10"],
-        cwd=REPO, capture_output=True, text=True, timeout=900,
+        cwd=REPO, capture_output=True, text=True, timeout=900, env=_temporary(results),
     )
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"resuming: {len(set(finished))} finished evaluations" in again.stderr
@@ -185,6 +200,7 @@ def test_a_pool_worker_killed_mid_search_costs_nothing(tmp_path, leave_nothing):
     assert replaced, "fresh workers replaced the pool that lost one"
     assert search.returncode == 0, stderr[-3000:]
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr and "pool died" not in stderr, stderr[-3000:]
+    assert _left_in_tmp(results) == []  # the replaced pool's forkserver socket included
     assert before < S1_EVALUATIONS, "the worker was killed before the search was over"
     summary = json.loads((results / "summary.json").read_text())
     tallies = summary["tallies"]
