@@ -1,10 +1,11 @@
 """Scenario benchmark: the three shared scenarios end to end, and S1 against its exhaustive grid.
 
 Prints per scenario (medians over seeds): process wall and start-up (launch to the first replay
-handed out), search wall, replay seconds, idle worker seconds (workers free while evaluations
-remained), optimizer seconds exposed and in all, unique replays, cache hits, best score (or the
-front's hypervolume), and — where the exhaustive grid is small enough to run — the fraction of
-the grid optimum reached and the fraction of the grid's replays spent (median over seeds).
+handed out), search wall, replay seconds, idle worker seconds (workers without a replay while
+evaluations remained, split by what the search was doing: spica/search/clocks.py), optimizer
+seconds exposed and in all, unique replays, cache hits, best score (or the front's
+hypervolume), and — where the exhaustive grid is small enough to run — the fraction of the grid
+optimum reached and the fraction of the grid's replays spent (median over seeds).
 Every search runs in a fresh Python process, as `spica` does, so per-process costs (imports,
 JAX traces, worker start-up) count. Merges into benchmarks/results/search.json.
 
@@ -89,15 +90,17 @@ def measure(config: SmartSearchConfig) -> dict:
         wall = time.monotonic() - started
         timings = json.loads((Path(folder) / "summary.json").read_text())["timings"]
     objectives = config.goal.objectives
-    workers = min(config.sweep.parallel_evals, config.sweep.per_round)
-    busy = sum(candidate.seconds for candidate in results.ledger)
+    workers = timings["workers"]
     window = (timings["evaluations_done_at"] - timings["first_evaluation_at"]) if timings["first_evaluation_at"] else 0.0
+    idle = sum(timings["idle_worker_seconds"].values())
     record = {
         "wall_seconds": round(wall, 2),
         "first_evaluation_at": timings["first_evaluation_at"],
         "replay_seconds": round(sum(c.provenance.get("replay_seconds", 0.0) for c in results.ledger), 2),
-        "idle_worker_seconds": round(max(0.0, workers * window - busy), 2),  # workers free while evaluations remained
-        "idle_worker_share": round(max(0.0, workers * window - busy) / (workers * window), 4) if window else 0.0,
+        "idle_worker_seconds": round(idle, 2),  # workers without a replay while evaluations remained
+        "idle_worker_share": round(idle / (workers * window), 4) if window else 0.0,
+        "idle_worker_share_by_phase": {phase: round(seconds / (workers * window), 4) if window else 0.0
+                                       for phase, seconds in timings["idle_worker_seconds"].items()},
         "optimizer_seconds": round(timings["optimizer_seconds"], 2),
         "optimizer_exposed_seconds": round(timings["optimizer_exposed_seconds"], 2),
         "optimizer_share": round(timings["optimizer_exposed_seconds"] / timings["wall_seconds"], 4),
@@ -143,6 +146,9 @@ def main() -> None:
                     "idle_worker_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",
                     "optimizer_total_share", "unique_replays", "failed", "cache_hits"):
             entry[f"median_{key}"] = statistics.median(run[key] for run in runs)
+        entry["median_idle_worker_share_by_phase"] = {
+            phase: statistics.median(run["idle_worker_share_by_phase"][phase] for run in runs) for phase in runs[0]["idle_worker_share_by_phase"]
+        }
         if base.goal.target == "pareto":
             fronts = [run["front"] for run in runs]
             every = [point for front in fronts for point in front]
@@ -175,7 +181,8 @@ def _line(name: str, entry: dict) -> str:
         f"{name}: process {entry['median_process_wall_seconds']:.1f}s (start-up {entry['median_startup_seconds']:.1f}s, "
         f"search {entry['median_wall_seconds']:.1f}s)",
         f"replays {entry['median_replay_seconds']:.1f}s",
-        f"idle workers {entry['median_idle_worker_seconds']:.1f}s ({entry['median_idle_worker_share'] * 100:.1f}%)",
+        f"idle workers {entry['median_idle_worker_seconds']:.1f}s ({entry['median_idle_worker_share'] * 100:.1f}%: "
+        + ", ".join(f"{phase} {share * 100:.1f}%" for phase, share in entry["median_idle_worker_share_by_phase"].items()) + ")",
         f"optimizer {entry['median_optimizer_share'] * 100:.1f}% exposed "
         f"({entry['median_optimizer_total_share'] * 100:.1f}% in all)",
         f"unique replays {entry['median_unique_replays']} ({entry['median_failed']} failed)",

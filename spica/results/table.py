@@ -88,8 +88,24 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
         f"{len(results.ledger)} candidates replayed: {summary}",
         f"wall {wall:,.1f}s; choosing the next candidates took {choosing:,.1f}s, "
         f"{exposed:,.1f}s of it ({exposed / wall * 100 if wall else 0.0:.1f}% of the wall) with no replay running",
+        *([idle] if (idle := idle_line(timings)) else []),
     ]
     return "\n".join(lines)
+
+
+def idle_line(timings: Mapping[str, Any]) -> str | None:
+    """How much of the workers' time went without a replay, and while the search did what
+    (spica/search/clocks.py); None for a search evaluating in one process."""
+    workers, idle = timings.get("workers", 1), timings.get("idle_worker_seconds")
+    first, last = timings.get("first_evaluation_at"), timings.get("evaluations_done_at")
+    if workers <= 1 or not idle or not first or not last or last <= first:
+        return None
+    capacity = workers * (last - first)
+    share = {phase: seconds / capacity * 100 for phase, seconds in idle.items()}
+    return (
+        f"{workers} workers, idle {sum(share.values()):.1f}% of their time: {share['asking']:.1f}% while choosing, "
+        f"{share['waiting']:.1f}% waiting for results due before the next ask, {share['finishing']:.1f}% after the last ask"
+    )
 
 
 def nothing_feasible(ledger: Sequence[Candidate]) -> str:

@@ -45,15 +45,15 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Mapping
 
 from spica.config import SweepConfig
 from spica.evaluation import score
 from spica.evaluation.evaluate import Evaluation, evaluate_task, request_count
 from spica.plan import Plan
 from spica.results.ledger import STATUSES, Candidate, Journal
+from spica.search.clocks import OptimizerClock, WorkerClock
 from spica.search.dimensions import Knob, knob_values
 from spica.search.pool import EvaluationPool, WorkerLost, outcome
 from spica.search.progress import Progress
@@ -156,35 +156,6 @@ class _Branch:
     done: bool = False  # out of rounds, or its study ran dry
 
 
-class OptimizerClock:
-    """Seconds spent choosing (ask, project, dedupe, tell), and the part of them during which
-    no evaluation was running: the part that lengthens the search."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self.exposed_seconds = 0.0
-        self._finished: dict[Future, float] = {}
-
-    def watch(self, future: Future) -> None:
-        future.add_done_callback(lambda done: self._finished.setdefault(done, time.monotonic()))
-
-    def forget(self, future: Future) -> None:
-        self._finished.pop(future, None)
-
-    @contextmanager
-    def choosing(self, running: Iterable[Future]) -> Iterator[None]:
-        running = [future for future in running if not future.done()]
-        start = time.monotonic()
-        try:
-            yield
-        finally:
-            end = time.monotonic()
-            finished = [self._finished.get(future) for future in running]
-            busy_until = end if any(at is None for at in finished) else max(finished, default=start)
-            self.seconds += end - start
-            self.exposed_seconds += end - max(start, min(busy_until, end))
-
-
 class RoundLoop:
     """Runs every branch's rounds to the end; `run()` returns the ledger."""
 
@@ -212,6 +183,7 @@ class RoundLoop:
         self.defers = defers(sweep, len(searches))
         self.tally = Tally()
         self.clock = OptimizerClock()
+        self.idle = WorkerClock(getattr(pool, "workers", 1))
         self._seen_in_run: set[str] = set()
         self._inflight: dict[Future, tuple[_Branch, _Round, str, dict[str, Any]]] = {}
         self._ledger: list[tuple[tuple[int, int, int], Candidate]] = []
@@ -222,6 +194,7 @@ class RoundLoop:
         branches = [_Branch(order, search) for order, search in enumerate(self.searches)]
         for branch in branches:
             self._advance(branch)
+        self._note_finishing(branches)
         while self._inflight:
             done, _ = wait(list(self._inflight), return_when=FIRST_COMPLETED)
             touched = []
@@ -232,8 +205,13 @@ class RoundLoop:
                 touched.append(branch)
             for branch in sorted({id(b): b for b in touched}.values(), key=lambda b: b.order):
                 self._advance(branch)
+            self._note_finishing(branches)
         self.finished_at = time.time()
         return [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
+
+    def _note_finishing(self, branches: list[_Branch]) -> None:
+        if all(branch.done for branch in branches):
+            self.idle.phase("finishing")
 
     def _advance(self, branch: _Branch) -> None:
         """Steps the branch as far as its results allow: ask a round once every result due by it
@@ -254,8 +232,10 @@ class RoundLoop:
         if self.max_rounds is not None and branch.next_round >= self.max_rounds:
             branch.done = True
             return
+        self.idle.phase("asking")
         with self.clock.choosing(self._inflight):
             current = self._ask(branch)
+        self.idle.phase("waiting")
         branch.next_round += 1
         if current.exhausted and not (current.batch or current.followers):
             branch.done = True  # the study has nothing left to suggest
@@ -271,6 +251,7 @@ class RoundLoop:
             futures = self.pool.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh])
             for future, (unrolled, key) in zip(futures, fresh):
                 self.clock.watch(future)
+                self.idle.handed_out(future)
                 self._inflight[future] = (branch, current, key, unrolled)
                 current.replayed.add(key)
         branch.untold.extend(_Untold(current, trial_id, key, position, due[key]) for position, (trial_id, _, key) in enumerate(current.batch))

@@ -204,6 +204,8 @@ def _search(
         "optimizer_exposed_seconds": loop.clock.exposed_seconds,
         "first_evaluation_at": loop.first_submitted_at,  # epoch seconds: when the first replay was handed out
         "evaluations_done_at": loop.finished_at,  # ... and when the last one came back (before the spread replays)
+        "workers": loop.idle.workers,
+        "idle_worker_seconds": dict(loop.idle.idle),  # in that window, by what the search was doing (spica/search/clocks.py)
     }
     results = SearchResults(best, ledger, tallies, folder if write else None, plan)
     written = None

@@ -1,5 +1,5 @@
-"""The per-branch round loop: branches do not wait for each other; choosing time is split
-into the part that overlaps replays and the part that lengthens the search."""
+"""The per-branch round loop: branches do not wait for each other, and every ask knows exactly
+the results due by it."""
 
 from __future__ import annotations
 
@@ -13,29 +13,10 @@ import pytest
 from spica.search import run_smart_search
 from spica.search.pool import InlinePool
 from spica.evaluation.evaluate import request_count
-from spica.search.rounds import OptimizerClock, deferred
+from spica.search.rounds import deferred
 from spica.search.unroll import candidate_key
 
 from tests.search.test_search import small
-
-
-def test_choosing_with_nothing_running_is_exposed():
-    clock = OptimizerClock()
-    with clock.choosing([]):
-        time.sleep(0.05)
-    assert clock.seconds == pytest.approx(clock.exposed_seconds) and clock.seconds >= 0.05
-
-
-def test_choosing_while_a_replay_runs_is_hidden_until_it_ends():
-    clock = OptimizerClock()
-    running: Future = Future()
-    clock.watch(running)
-    with clock.choosing([running]):
-        time.sleep(0.05)
-        running.set_result(None)  # the replay ends half way through the choosing
-        time.sleep(0.05)
-    assert clock.seconds >= 0.1
-    assert 0.04 <= clock.exposed_seconds <= clock.seconds - 0.04
 
 
 class HoldingPool(InlinePool):

@@ -1,0 +1,94 @@
+"""Where a search's time went: the optimizer's choosing, and the pool's workers left without a
+replay. Both go to summary.json's timings and under the results table, and
+benchmarks/bench_search.py reports them per scenario."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
+
+
+class OptimizerClock:
+    """Seconds spent choosing (ask, project, dedupe, tell), and the part of them during which
+    no evaluation was running: the part that lengthens the search."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.exposed_seconds = 0.0
+        self._finished: dict[Future, float] = {}
+
+    def watch(self, future: Future) -> None:
+        future.add_done_callback(lambda done: self._finished.setdefault(done, time.monotonic()))
+
+    def forget(self, future: Future) -> None:
+        self._finished.pop(future, None)
+
+    @contextmanager
+    def choosing(self, running: Iterable[Future]) -> Iterator[None]:
+        running = [future for future in running if not future.done()]
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            end = time.monotonic()
+            finished = [self._finished.get(future) for future in running]
+            busy_until = end if any(at is None for at in finished) else max(finished, default=start)
+            self.seconds += end - start
+            self.exposed_seconds += end - max(start, min(busy_until, end))
+
+
+IDLE_PHASES = ("asking", "waiting", "finishing")
+"""What the search was doing while a worker sat idle: a study was choosing the next round
+(asking); every branch was waiting for results due before its next ask (waiting); no ask was
+left and the last replays were running (finishing)."""
+
+
+class WorkerClock:
+    """Worker-seconds without a replay, from the first replay handed out to the last one back,
+    by IDLE_PHASES. A worker is busy while it holds a replay: of the replays handed out and not
+    yet back, as many as there are workers run, the rest wait in the pool's queue."""
+
+    def __init__(self, workers: int, now: Callable[[], float] = time.monotonic) -> None:
+        self.workers = workers
+        self.idle = dict.fromkeys(IDLE_PHASES, 0.0)
+        self._now = now
+        self._lock = threading.Lock()
+        self._out = 0
+        self._since: float | None = None  # None before the first replay and after the last
+        self._phase = "waiting"
+
+    @property
+    def idle_seconds(self) -> float:
+        return sum(self.idle.values())
+
+    def handed_out(self, future: Future) -> None:
+        with self._lock:
+            self._step()
+            self._since = self._since if self._since is not None else self._now()
+            self._out += 1
+        future.add_done_callback(self._back)
+
+    def phase(self, name: str) -> None:
+        """From now on, the search is `name` (one of IDLE_PHASES)."""
+        with self._lock:
+            self._step()
+            self._phase = name
+            if self._out == 0 and name == "finishing":
+                self._since = None
+
+    def _back(self, _: Future) -> None:
+        with self._lock:
+            self._step()
+            self._out -= 1
+            if self._out == 0 and self._phase == "finishing":
+                self._since = None
+
+    def _step(self) -> None:
+        if self._since is None:
+            return
+        now = self._now()
+        self.idle[self._phase] += max(0, self.workers - self._out) * (now - self._since)
+        self._since = now

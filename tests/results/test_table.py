@@ -1,0 +1,22 @@
+"""The lines under the results table: how much of the workers' time went idle, and while the
+search did what."""
+
+from __future__ import annotations
+
+from spica.results.table import idle_line
+
+
+def test_idle_workers_are_shares_of_the_workers_time_by_phase():
+    timings = {
+        "workers": 8, "first_evaluation_at": 100.0, "evaluations_done_at": 200.0,  # 800 worker-seconds
+        "idle_worker_seconds": {"asking": 8.0, "waiting": 40.0, "finishing": 80.0},
+    }
+    assert idle_line(timings) == (
+        "8 workers, idle 16.0% of their time: 1.0% while choosing, 5.0% waiting for results due before the next ask, "
+        "10.0% after the last ask"
+    )
+
+
+def test_a_search_in_one_process_has_no_idle_line():
+    assert idle_line({"workers": 1, "first_evaluation_at": 1.0, "evaluations_done_at": 2.0, "idle_worker_seconds": {"asking": 0.5}}) is None
+    assert idle_line({"wall_seconds": 3.0}) is None  # a summary written before workers were counted
