@@ -84,6 +84,7 @@ class SlurmPool:
     ) -> None:
         if max_parallel < 1:
             raise ValueError(f"max_parallel={max_parallel} must be >= 1")
+        self.workers = max_parallel  # tasks running at once (the array's parallelism)
         job_folder = Path(folder).resolve()
         container = (
             Container(container_image, container_engine, container_mode,

@@ -1,8 +1,9 @@
 """Where evaluations run: in this process, in a local process pool, or elsewhere.
 
-A pool is any object with `submit(fn, items) -> list[Future]` (one future per item, in item
-order) and `close()`; `outcome(future)` reads a future as the item's result or the exception
-it raised, so one bad candidate never sinks a search. Futures let the search keep each branch's
+A pool is any object with `workers` (how many items it evaluates at once), `submit(fn, items)
+-> list[Future]` (one future per item, in item order) and `close()`; `outcome(future)` reads a
+future as the item's result or the exception it raised, so one bad candidate never sinks a
+search. Futures let the search keep each branch's
 rounds going on its own: one branch's study asks while another branch's candidates replay.
 runner.slurm_pool.SlurmPool is a pool that fans out over SLURM. The local process pool is
 created once per run, its workers forked from one forkserver that imported Replay and the
@@ -36,6 +37,8 @@ ORPHAN_POLL_SECONDS = 0.5
 
 
 class EvaluationPool(Protocol):
+    workers: int  # how many items it evaluates at once
+
     def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]: ...
 
     def close(self) -> None: ...

@@ -183,7 +183,7 @@ class RoundLoop:
         self.defers = defers(sweep, len(searches))
         self.tally = Tally()
         self.clock = OptimizerClock()
-        self.idle = WorkerClock(getattr(pool, "workers", 1))
+        self.idle = WorkerClock(pool.workers)
         self._seen_in_run: set[str] = set()
         self._inflight: dict[Future, tuple[_Branch, _Round, str, dict[str, Any]]] = {}
         self._ledger: list[tuple[tuple[int, int, int], Candidate]] = []
