@@ -35,6 +35,13 @@ DEAD_POOL_MESSAGE = (
 
 ORPHAN_POLL_SECONDS = 0.5
 
+WORKER_NICENESS = 10
+"""Evaluation workers (and their replay children) run at this lower CPU priority. Where a search
+has more workers than cores (upstream's GLM-5 study: 8 on a 2-core machine), the study's ask
+otherwise shares the cores with every running replay and takes several times longer, while the
+workers its results would feed run dry (7.0 % of their time on that study's first 160 samples).
+With a core per worker, there is nothing to share and it changes nothing."""
+
 
 class EvaluationPool(Protocol):
     workers: int  # how many items it evaluates at once
@@ -98,14 +105,16 @@ class ProcessPool:
     its worker twice fails alone, as WorkerLost. A pool none of whose workers ever came up
     cannot be healed (a script without the main guard, or no memory for even one worker):
     DeadPoolError.
-    Workers end themselves when this process is gone, however it ended.
+    Workers end themselves when this process is gone, however it ended. `niceness` lowers their
+    CPU priority below this process's (os.nice).
     """
 
     RETRIES = 1
 
-    def __init__(self, workers: int, preload: Callable[[], None] | None = None, imports: Sequence[str] = ()):
+    def __init__(self, workers: int, preload: Callable[[], None] | None = None, imports: Sequence[str] = (), niceness: int = 0):
         self.workers = workers
         self._preload = preload
+        self._niceness = niceness
         self._context = multiprocessing.get_context("forkserver" if imports else "spawn")
         if imports:
             self._context.set_forkserver_preload(list(imports))  # the first forkserver user decides
@@ -116,7 +125,8 @@ class ProcessPool:
 
     def _start(self) -> ProcessPoolExecutor:
         executor = ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=self._context, initializer=_worker_setup, initargs=(os.getpid(), self._preload),
+            max_workers=self.workers, mp_context=self._context, initializer=_worker_setup,
+            initargs=(os.getpid(), self._preload, self._niceness),
         )
         # Every worker starts now; one that comes up proves the pool can. Launched from a thread:
         # a forkserver forks no worker before it has imported `imports` (~0.5 s), and the caller
@@ -196,13 +206,15 @@ def _ready() -> None:
     """A probe: it returns once a worker has come up."""
 
 
-def _worker_setup(caller: int, preload: Callable[[], None] | None) -> None:
+def _worker_setup(caller: int, preload: Callable[[], None] | None, niceness: int) -> None:
     """Ctrl-C reaches every process of the terminal's group: workers ignore it, so the caller
     alone decides (it cancels what is queued and keeps what finished) instead of the pool dying.
     A worker whose caller is gone (killed with SIGKILL, say) ends itself within a second
     instead of living on as an orphan. Then the pool's `preload`, in every worker; it is only a
     head start (what it prepares, the first item would), so its failure does not end the worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if niceness:
+        os.nice(niceness)
     threading.Thread(target=_exit_with, args=(caller, os.getppid()), daemon=True, name="spica-orphan-watch").start()
     if preload is not None:
         try:
@@ -240,10 +252,10 @@ def _exists(pid: int) -> bool:
 def local_pool(parallel_evals: int, per_round: int, capped: bool = True) -> EvaluationPool:
     """docs/search.md step 5: min(parallel_evals, per_round) workers, only when both exceed 1.
     Each worker gets ready to replay as it starts (`capped`: the evaluations have a time cap,
-    so they replay in a child process; see spica/evaluation/replay.py)."""
+    so they replay in a child process; see spica/evaluation/replay.py), at WORKER_NICENESS."""
     from spica.evaluation.replay import WORKER_IMPORTS, prepare_worker
 
     workers = min(parallel_evals, per_round)
     if parallel_evals > 1 and per_round > 1:
-        return ProcessPool(workers, preload=functools.partial(prepare_worker, capped), imports=WORKER_IMPORTS)
+        return ProcessPool(workers, preload=functools.partial(prepare_worker, capped), imports=WORKER_IMPORTS, niceness=WORKER_NICENESS)
     return InlinePool()

@@ -155,3 +155,16 @@ def test_a_caller_counts_as_gone_once_it_has_ended_even_before_it_is_reaped():
         time.sleep(0.05)
     assert not _exists(child.pid) and child.poll() == 0
     assert not _exists(child.pid)
+
+
+def test_evaluation_workers_yield_the_cores_to_the_search():
+    """A local pool's workers run below the caller's CPU priority, so a study's ask is not slowed
+    by every replay running beside it; the caller keeps its own."""
+    from spica.search.pool import WORKER_NICENESS
+
+    pool = ProcessPool(2, imports=["json"], niceness=WORKER_NICENESS)
+    try:
+        assert run_all(pool, os.nice, [0, 0]) == [os.nice(0) + WORKER_NICENESS] * 2
+    finally:
+        pool.close()
+    assert run_all(InlinePool(), os.nice, [0]) == [os.nice(0)]
