@@ -3,8 +3,8 @@
 A pool is any object with `workers` (how many items it evaluates at once), `submit(fn, items)
 -> list[Future]` (one future per item, in item order) and `close()`; `outcome(future)` reads a
 future as the item's result or the exception it raised, so one bad candidate never sinks a
-search. Futures let the search keep each branch's
-rounds going on its own: one branch's study asks while another branch's candidates replay.
+search. Futures let the search keep each branch's rounds going on its own: one branch's study
+asks while another branch's candidates replay.
 runner.slurm_pool.SlurmPool is a pool that fans out over SLURM. The local process pool is
 created once per run, its workers forked from one forkserver that imported Replay and the
 evaluation stack: paid once per run, not per worker or per candidate.
