@@ -34,6 +34,7 @@ from spica.evaluation import score
 from spica.evaluation.score import hypervolume_2d
 from spica.search import run_smart_search
 from spica.search.branches import branches_for
+from spica.search.clocks import idle_shares
 from spica.search.dimensions import branch_knobs
 from spica.search.run import _grid_size
 
@@ -99,8 +100,7 @@ def measure(config: SmartSearchConfig) -> dict:
         "replay_seconds": round(sum(c.provenance.get("replay_seconds", 0.0) for c in results.ledger), 2),
         "idle_worker_seconds": round(idle, 2),  # workers without a replay while evaluations remained
         "idle_worker_share": round(idle / (workers * window), 4) if window else 0.0,
-        "idle_worker_share_by_phase": {phase: round(seconds / (workers * window), 4) if window else 0.0
-                                       for phase, seconds in timings["idle_worker_seconds"].items()},
+        "idle_worker_share_by_phase": {phase: round(share, 4) for phase, share in (idle_shares(timings) or dict.fromkeys(timings["idle_worker_seconds"], 0.0)).items()},
         "optimizer_seconds": round(timings["optimizer_seconds"], 2),
         "optimizer_exposed_seconds": round(timings["optimizer_exposed_seconds"], 2),
         "optimizer_share": round(timings["optimizer_exposed_seconds"] / timings["wall_seconds"], 4),

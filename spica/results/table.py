@@ -10,6 +10,7 @@ from spica.deploy.versions import engine_versions, version_note
 from spica.goals import GOALS
 from spica.results.ledger import Candidate
 from spica.results.outcome import SearchResults
+from spica.search.clocks import idle_shares
 
 UNITS = {name: goal.unit for name, goal in GOALS.items()}
 TOP_N = 10
@@ -96,14 +97,12 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
 def idle_line(timings: Mapping[str, Any]) -> str | None:
     """How much of the workers' time went without a replay, and while the search did what
     (spica/search/clocks.py); None for a search evaluating in one process."""
-    workers, idle = timings.get("workers", 1), timings.get("idle_worker_seconds")
-    first, last = timings.get("first_evaluation_at"), timings.get("evaluations_done_at")
-    if workers <= 1 or not idle or not first or not last or last <= first:
+    shares = idle_shares(timings)
+    if shares is None:
         return None
-    capacity = workers * (last - first)
-    share = {phase: seconds / capacity * 100 for phase, seconds in idle.items()}
+    share = {phase: value * 100 for phase, value in shares.items()}
     return (
-        f"{workers} workers, idle {sum(share.values()):.1f}% of their time: {share['asking']:.1f}% while choosing, "
+        f"{timings['workers']} workers, idle {sum(share.values()):.1f}% of their time: {share['asking']:.1f}% while choosing, "
         f"{share['waiting']:.1f}% waiting for results due before the next ask, {share['finishing']:.1f}% after the last ask"
     )
 

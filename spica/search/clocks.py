@@ -8,7 +8,7 @@ import threading
 import time
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 
 class OptimizerClock:
@@ -92,3 +92,14 @@ class WorkerClock:
         now = self._now()
         self.idle[self._phase] += max(0, self.workers - self._out) * (now - self._since)
         self._since = now
+
+
+def idle_shares(timings: Mapping[str, Any]) -> dict[str, float] | None:
+    """summary.json's idle worker seconds as shares of the workers' time between the first replay
+    handed out and the last one back, by phase; None for a search evaluating in one process."""
+    workers, idle = timings.get("workers", 1), timings.get("idle_worker_seconds")
+    first, last = timings.get("first_evaluation_at"), timings.get("evaluations_done_at")
+    if workers <= 1 or not idle or not first or not last or last <= first:
+        return None
+    capacity = workers * (last - first)
+    return {phase: seconds / capacity for phase, seconds in idle.items()}
