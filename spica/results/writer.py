@@ -1,9 +1,9 @@
 """The results folder is written by a process of its own, started with the search.
 
-Writing imports matplotlib and Dynamo's profiler modules (with transformers, scikit-learn and
-Kubernetes' client: ~3.5 s of CPU). In the search's own process those imports ran beside the
-studies' asks, held the GIL they needed, and a garbage collection they set off once deadlocked
-a search against a designer warm-up's XLA thread. Here they run on another core while the
+Writing imports matplotlib and Dynamo's profiler modules (with transformers: ~2 s of CPU; the
+planner package's own imports are deferred, spica/deploy/flags.py). In the search's own process
+those imports ran beside the studies' asks, held the GIL they needed, and a garbage collection
+they set off once deadlocked a search against a designer warm-up's XLA thread. Here they run on another core while the
 search runs; the search hands over what it found and waits only for the writing itself.
 This module stays light: the search's process imports it, never what it writes with.
 """

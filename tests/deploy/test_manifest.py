@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,3 +137,27 @@ def test_the_deploy_block_composes_and_validates_with_the_app() -> None:
     assert (app.deploy.namespace, app.deploy.model_cache_pvc, app.deploy.hf_token_secret) == ("prod", None, "hf-token-secret")
     with pytest.raises(ConfigError, match=r"deploy\.worker_memory_gib: -1: input should be greater than 0"):
         compose(["deploy.worker_memory_gib=-1"])
+
+
+def test_manifests_are_built_without_the_planner_package_init_which_still_runs_when_asked_for() -> None:
+    """In a fresh process (the writer's): Dynamo's profiler modules load without scikit-learn or
+    Kubernetes' client, a manifest with a planner comes out the same as with them, and a name of
+    dynamo.planner itself still imports (its __init__ then runs, once)."""
+    script = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from dgd_checks import SLA, candidate, unrolled
+from spica.deploy.flags import profiler_modules
+from spica.deploy.manifest import manifest_yaml
+profiler_modules()
+text = manifest_yaml(candidate(unrolled("disagg", "vllm", "load", False, False)), sla=SLA)
+light = "sklearn" not in sys.modules and "kubernetes" not in sys.modules
+from dynamo.planner import SubComponentType, VirtualConnector
+from dynamo.planner.config.defaults import SubComponentType as defined
+print(json.dumps({"light": light, "same_enum": SubComponentType is defined, "text": text}))
+"""
+    here = Path(__file__).parent
+    run = subprocess.run([sys.executable, "-c", script, str(here)], capture_output=True, text=True, cwd=here.parents[1], check=True)
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["light"] and result["same_enum"]
+    assert result["text"] == manifest_yaml(candidate(unrolled("disagg", "vllm", "load", False, False)), sla=SLA)
