@@ -9,7 +9,7 @@ optimum reached and the fraction of the grid's replays spent (median over seeds)
 Every search runs in a fresh Python process, as `spica` does, so per-process costs (imports,
 JAX traces, worker start-up) count. Merges into benchmarks/results/search.json.
 
-    .venv/bin/python benchmarks/bench_search.py [--seeds 5] [--scenarios s1 s2 s3 min_gpus] [--grid s1 min_gpus]
+    .venv/bin/python benchmarks/bench_search.py [--seeds 5] [--scenarios s1 s2 s3 min_gpus] [--grid s1 min_gpus] [--keep DIR]
 
 min_gpus is Spica's own capacity-planning scenario (MIN_GPUS below): the GPUs of its answer are
 printed next to those of the exhaustive grid's. glm5 is upstream Spica's GLM-5-FP8 / 72 B200 study
@@ -71,10 +71,11 @@ def load(name: str, **sweep: object) -> SmartSearchConfig:
     return SmartSearchConfig.from_mapping(data)
 
 
-def measure_in_new_process(name: str, **sweep: object) -> dict:
+def measure_in_new_process(name: str, keep: Path | None = None, **sweep: object) -> dict:
     """One search in a fresh interpreter (see `measure`); its record comes back as JSON, with the
-    process's wall and its start-up: from launching the interpreter to the first replay handed out."""
-    command = [sys.executable, __file__, "--measure", name, json.dumps(sweep)]
+    process's wall and its start-up: from launching the interpreter to the first replay handed out.
+    `keep`: the folder to leave the search's results in (else a temporary one)."""
+    command = [sys.executable, __file__, "--measure", name, json.dumps(sweep), *(["--keep", str(keep)] if keep else [])]
     launched = time.time()
     output = subprocess.run(command, check=True, capture_output=True, text=True, cwd=REPO).stdout
     record = json.loads(output.strip().splitlines()[-1])
@@ -84,8 +85,9 @@ def measure_in_new_process(name: str, **sweep: object) -> dict:
     return record
 
 
-def measure(config: SmartSearchConfig) -> dict:
-    with tempfile.TemporaryDirectory() as folder:
+def measure(config: SmartSearchConfig, keep: Path | None = None) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = keep or scratch
         started = time.monotonic()
         results = run_smart_search(config, results_dir=folder)
         wall = time.monotonic() - started
@@ -130,17 +132,19 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--scenarios", nargs="*", default=[*SCENARIOS, "min_gpus"])
     parser.add_argument("--grid", nargs="*", default=["s1"], help="scenarios whose exhaustive grid to run")
+    parser.add_argument("--keep", type=Path, help="keep each search's results folder under DIR (<scenario>-<seed>)")
     parser.add_argument("--measure", nargs=2, metavar=("SCENARIO", "SWEEP_JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.chdir(REPO)  # scenario paths are relative to the project root
     if args.measure:
         name, sweep = args.measure
-        print(json.dumps(measure(load(name, **json.loads(sweep)))))
+        print(json.dumps(measure(load(name, **json.loads(sweep)), args.keep)))
         return
     report: dict[str, dict] = {}
     for name in args.scenarios:
         base = load(name)
-        runs = [measure_in_new_process(name, random_seed=base.sweep.random_seed + offset) for offset in range(args.seeds)]
+        seeds = [base.sweep.random_seed + offset for offset in range(args.seeds)]
+        runs = [measure_in_new_process(name, args.keep and args.keep.resolve() / f"{name}-{seed}", random_seed=seed) for seed in seeds]
         entry: dict = {"runs": runs, "grid_candidates": grid_size(base), "target": str(base.goal.target)}
         for key in ("process_wall_seconds", "startup_seconds", "wall_seconds", "replay_seconds", "idle_worker_seconds",
                     "idle_worker_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",

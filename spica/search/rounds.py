@@ -10,18 +10,21 @@ them; TPE uses its constant liar). No worker waits for the study's next ask, and
 not wait for each other either.
 
 Where the branches' rounds together are no larger than the pool (parallel_evals ≥ per_round ×
-branches, as in upstream's GLM-5 study: one branch, 8 × 8), up to a third of a round, its
-costliest suggestions, is due two rounds later still (`deferred`). A replay's time grows with
-the requests it simulates, known before it runs, and on a KV-relative load they span two orders
-of magnitude within a round (GLM-5: 1.3k–99k). Due with the rest, the slowest one held back the
-tells behind it, and so the next ask, while the other workers ran dry. A pool smaller than its
-rounds has their other replays to go on with: on S3 (2 workers, rounds of 4, 0.7 % idle)
-deferring only gave its asks less to know (front hypervolume 1.06 of the peer's instead of 1.10,
-median of 6 seeds). Each round's replays are handed to the pool costliest first, so that they do
-not start last. Measured on the GLM-5 study's first 160 samples (seed 1,
-benchmarks/bench_search.py): idle workers 23.4 % → 16.3 % of worker time, wall 2,507 → 1,897 s,
-front hypervolume 4.15e4 → 3.78e4 (one seed each). Two rounds in flight on top left 9.9 % idle
-but took 2,144 s for a front of 3.24e4, and was not kept.
+branches, as in upstream's GLM-5 study: one branch, 8 × 8), a costly suggestion is due later, by
+as many rounds as its cost holds the round's median cost, less one (`later_rounds`, at most
+LATEST_DUE rounds after its ask). A replay's time grows with the requests it simulates, known
+before it runs, and on a KV-relative load they span two orders of magnitude within a round
+(GLM-5: 1.3k–99k). Due with the rest, the slowest one held back the tells behind it, and so the
+next ask, while the other workers ran dry; due by its cost, it comes in about when the rounds
+asked meanwhile have kept the other workers busy. A pool smaller than its rounds has their other
+replays to go on with: on S3 (2 workers, rounds of 4, 0.7 % idle) deferring only gave its asks
+less to know (front hypervolume 1.06 of the peer's instead of 1.10, median of 6 seeds). Each
+round's replays are handed to the pool costliest first, so that they do not start last.
+Measured on the GLM-5 study's first 160 samples (seed 1, benchmarks/bench_search.py): idle
+workers 23.4 % (nothing deferred) → 14.6 % (a round's costliest third, where above its median,
+due two rounds later) → 6.6 % (by cost; wall 1,832 → 2,176 s for 12,480 → 16,156 s of replays:
+its asks chose costlier loads), front hypervolume 1.02 of the one before on a common reference
+(39 points, was 29).
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
 round: a round's own suggestions in ask order, then its followers), one at a time, and a branch
@@ -68,38 +71,32 @@ ASK_CAP_PER_SLOT = 11
 (11 × per_round in all, upstream's per-round safety cap): duplicates are replaced until then."""
 
 
-DEFERRED_SHARE = 3
-"""Up to a third of a round (rounded up) may be deferred: its costliest suggestions, where they
-cost more than the round's median (a fixed load defers none)."""
-
-DEFERRED_ROUNDS = 2
-"""How many rounds later than the rest a deferred replay is due."""
-
-
-def _most_deferred(round_size: int) -> int:
-    return -(-round_size // DEFERRED_SHARE)
+LATEST_DUE = 8
+"""The most rounds after its own ask a deferred replay may be due (an ordinary one: 2), however
+costly: the asks in between know nothing of it."""
 
 
 def defers(sweep: SweepConfig, branches: int) -> bool:
-    """Whether a round's costliest suggestions are deferred: where the branches' rounds, which
+    """Whether a round's costlier suggestions are deferred: where the branches' rounds, which
     share the pool, do not outnumber its workers (why: the module docstring)."""
     return sweep.parallel_evals >= sweep.per_round * branches
 
 
 def most_pending(sweep: SweepConfig, branches: int) -> int:
     """How many of a branch's own suggestions (followers aside) may still be untold when it
-    asks: the previous round, and the deferred ones of the two rounds before."""
-    return sweep.per_round + (DEFERRED_ROUNDS * _most_deferred(sweep.per_round) if defers(sweep, branches) else 0)
+    asks: the previous round, and of each earlier round up to LATEST_DUE its costlier half."""
+    return sweep.per_round + ((LATEST_DUE - 2) * (sweep.per_round // 2) if defers(sweep, branches) else 0)
 
 
-def deferred(costs: list[int | None]) -> set[int]:
-    """Positions of a round's suggestions due DEFERRED_ROUNDS later: of its costliest third,
-    those costing more than the round's median (none when a cost is unknown, as for a trace)."""
+def later_rounds(costs: list[int | None]) -> list[int]:
+    """Per suggestion, how many rounds after the rest of its round it is due: one per median cost
+    it takes beyond the first (cost / median, rounded, less one), so a replay is due by about the
+    time its worker would get to it; at most LATEST_DUE - 2. None later where a cost is unknown
+    (a trace)."""
     if not costs or any(cost is None for cost in costs):
-        return set()
-    median = sorted(costs)[(len(costs) - 1) // 2]
-    costliest = sorted(range(len(costs)), key=lambda position: -costs[position])[: _most_deferred(len(costs))]
-    return {position for position in costliest if costs[position] > median}
+        return [0] * len(costs)
+    median = max(sorted(costs)[(len(costs) - 1) // 2], 1)
+    return [min(LATEST_DUE - 2, max(0, int(cost / median + 0.5) - 1)) for cost in costs]
 
 
 @dataclass
@@ -241,8 +238,8 @@ class RoundLoop:
             branch.done = True  # the study has nothing left to suggest
             return
         costs = [request_count(self.plan.config, unrolled) for _, unrolled, _ in current.batch]
-        late = deferred(costs) if self.defers else set()
-        due = {key: current.index + 2 + (DEFERRED_ROUNDS if position in late else 0) for position, (_, _, key) in enumerate(current.batch)}
+        later = later_rounds(costs) if self.defers else [0] * len(costs)
+        due = {key: current.index + 2 + later[position] for position, (_, _, key) in enumerate(current.batch)}
         due |= {item.key: item.due for item in branch.untold if item.position is not None}  # a follower's earlier leader
         fresh = [(unrolled, key) for _, (_, unrolled, key) in sorted(enumerate(current.batch), key=lambda entry: -(costs[entry[0]] or 0))
                  if key not in self.measured]

@@ -13,7 +13,7 @@ import pytest
 from spica.search import run_smart_search
 from spica.search.pool import InlinePool
 from spica.evaluation.evaluate import request_count
-from spica.search.rounds import deferred
+from spica.search.rounds import LATEST_DUE, later_rounds
 from spica.search.unroll import candidate_key
 
 from tests.search.test_search import small
@@ -146,37 +146,41 @@ def test_a_branch_replays_its_next_round_while_one_replay_is_slow(tmp_path):
     assert pool.released_by == "submission 3"  # round 2 went out while round 1's first replay was held
 
 
-def test_a_rounds_costliest_third_is_deferred_where_it_costs_more_than_the_median():
-    glm5_round = [6090, 99010, 51340, 1290, 26120, 2510, 9470, 9020]  # requests, upstream's GLM-5 study
-    assert deferred(glm5_round) == {1, 2, 4}
-    assert deferred([128, 128, 128, 128]) == set()  # one fixed load: nothing is costlier
-    assert deferred([10, 10, 10, 50]) == {3}
-    assert deferred([10, None, 10, 50]) == set()  # a trace: costs unknown
+def test_a_suggestion_is_due_a_round_later_for_each_median_cost_it_takes_beyond_the_first():
+    glm5_round = [6090, 99010, 51340, 1290, 26120, 2510, 9470, 9020]  # requests, upstream's GLM-5 study; median 9020
+    assert later_rounds(glm5_round) == [0, LATEST_DUE - 2, 5, 0, 2, 0, 0, 0]  # 99010 is 11 medians: capped
+    assert later_rounds([128, 128, 128, 128]) == [0, 0, 0, 0]  # one fixed load: nothing is costlier
+    assert later_rounds([10, 10, 10, 50]) == [0, 0, 0, 4]
+    assert later_rounds([10, 10, 14, 15]) == [0, 0, 0, 1]  # 1.5 medians rounds up
+    assert later_rounds([10, None, 10, 50]) == [0, 0, 0, 0]  # a trace: costs unknown
 
 
 KV_LOAD = {"isl": 512, "osl": 32, "concurrency": None, "kv_load_ratio": 0.3, "num_request_ratio": 1}
 
 
 class HoldingCostliestPool(HoldingFirstPool):
-    """Keeps the first round's costliest replay back until a fourth round is submitted, and
+    """Keeps the first round's costliest replay back until submission `release_at`, and
     checks that each round is handed out costliest first."""
 
-    def __init__(self, config):
-        super().__init__(hold_at=1, release_at=4, timeout=300)
+    def __init__(self, config, release_at):
+        super().__init__(hold_at=1, release_at=release_at, timeout=300)
         self.config = config
+        self.first_costs: list[int] | None = None
 
     def submit(self, fn, items):
         costs = [request_count(self.config, unrolled) for _, unrolled in items]
         assert costs == sorted(costs, reverse=True)  # handed out costliest first
+        self.first_costs = self.first_costs or costs
         return super().submit(fn, items)
 
 
-def test_a_rounds_costliest_replay_holds_back_neither_of_the_next_two_asks(tmp_path):
+def test_a_rounds_costliest_replay_holds_back_no_ask_before_it_is_due(tmp_path):
     config = small(workload=KV_LOAD, search_space={"agg_max_num_seqs": [16, 32, 64, 128]},
                    sweep={"max_rounds": 5, "candidates_per_round": 4, "parallel_evals": 4, "designer": "fast"})
-    pool = HoldingCostliestPool(config)
+    pool = HoldingCostliestPool(config, release_at=3)
     run_smart_search(config, results_dir=tmp_path, pool=pool)
-    assert pool.released_by == "submission 4"  # rounds 2-4 went out while round 1's costliest replay was held
+    assert pool.first_costs == [1676, 989, 989, 989]  # 1.7 medians: due one round after the rest, by the 4th ask
+    assert pool.released_by == "submission 3"  # rounds 1 and 2 went out while round 0's costliest replay was held
 
 
 def test_with_deferred_replays_the_ledger_is_the_same_whatever_order_they_finish_in(tmp_path):
