@@ -29,7 +29,7 @@ import logging
 import math
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from spica.study.jax_setup import configure_jax
@@ -248,11 +248,13 @@ def warm_up(
     if not sizes:
         return None
 
+    loading = replace(settings, ard_max_iterations=1)  # each function called once is enough: fitting made-up results is not
+
     def trace() -> None:
         try:
             for completed, active in sizes.values():
                 trials = _made_up_trials(problem, candidates, completed, active)
-                designer = FastDesigner(problem, candidates, seed=seed, salt=2**31 + completed, settings=settings)
+                designer = FastDesigner(problem, candidates, seed=seed, salt=2**31 + completed, settings=loading)
                 designer.update(vza.CompletedTrials(trials[:completed]), vza.ActiveTrials(trials[completed:]))
                 designer.suggest(batch)
         except Exception:  # noqa: BLE001 - only a speed-up: the real ask traces and reports errors itself

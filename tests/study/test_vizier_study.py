@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from spica.study import exported
 from spica.study.params import Objective, Param
 from spica.study.vizier_study import VizierStudy
 
@@ -70,6 +71,15 @@ def test_background_warm_up_leaves_the_suggestions_unchanged(tmp_path):
     assert [[x.params for x in first]] + run_rounds(warmed, 2) == run_rounds(plain, 3)
     single = study(tmp_path / "c", rounds=(2, 1, 0))
     assert single._warming is None  # one round: nothing model-based to prepare
+
+
+def test_the_warm_up_loads_every_function_the_model_based_asks_call(tmp_path):
+    exported._LOADED.clear()  # as in a new process
+    warmed = study(tmp_path, rounds=(2, 3, 0))
+    warmed._warming.result()
+    loaded = set(exported._LOADED)
+    run_rounds(warmed, 3)
+    assert loaded and set(exported._LOADED) == loaded  # the asks found every (function, shape) ready
 
 
 def test_no_garbage_collection_runs_while_a_warm_up_does(tmp_path):
