@@ -144,7 +144,11 @@ def main() -> None:
     for name in args.scenarios:
         base = load(name)
         seeds = [base.sweep.random_seed + offset for offset in range(args.seeds)]
-        runs = [measure_in_new_process(name, args.keep and args.keep.resolve() / f"{name}-{seed}", random_seed=seed) for seed in seeds]
+        kept = [args.keep.resolve() / f"{name}-{seed}" if args.keep else None for seed in seeds]
+        for folder in kept:
+            if folder and folder.exists():  # a search there would resume its evaluations, not measure them
+                parser.error(f"--keep: {folder} exists; a search in it would reuse its results, not measure them")
+        runs = [measure_in_new_process(name, folder, random_seed=seed) for folder, seed in zip(kept, seeds)]
         entry: dict = {"runs": runs, "grid_candidates": grid_size(base), "target": str(base.goal.target)}
         for key in ("process_wall_seconds", "startup_seconds", "wall_seconds", "replay_seconds", "idle_worker_seconds",
                     "idle_worker_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",

@@ -91,7 +91,7 @@ def most_pending(sweep: SweepConfig, branches: int) -> int:
 def later_rounds(costs: list[int | None]) -> list[int]:
     """Per suggestion, how many rounds after the rest of its round it is due: one per median cost
     it takes beyond the first (cost / median, rounded, less one), so a replay is due by about the
-    time its worker would get to it; at most LATEST_DUE - 2. None later where a cost is unknown
+    time its worker would be done with it; at most LATEST_DUE - 2. None later where a cost is unknown
     (a trace)."""
     if not costs or any(cost is None for cost in costs):
         return [0] * len(costs)
