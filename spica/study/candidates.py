@@ -57,6 +57,29 @@ def features_of(converter: Converter, trials: Sequence[vz.TrialSuggestion]) -> F
     return Features(np.asarray(raw.continuous), np.asarray(raw.categorical))
 
 
+def _pool_features(converter: Converter, names: Sequence[str], points: Sequence[Mapping[str, Any]]) -> Features:
+    """features_of every point, with Vizier's converter run once per distinct value of each
+    parameter: a parameter's feature depends on its own value only. Probe trial k holds each
+    parameter's k-th distinct value (its last one past the end); each point's feature column is
+    then read from the probe holding its value."""
+    if not points:
+        return features_of(converter, [])
+    distinct = {name: list(dict.fromkeys(point[name] for point in points)) for name in names}
+    probes = [
+        vz.TrialSuggestion({name: values[min(k, len(values) - 1)] for name, values in distinct.items()})
+        for k in range(max(len(values) for values in distinct.values()))
+    ]
+    probed = features_of(converter, probes)
+    probe_of = {name: {value: k for k, value in enumerate(values)} for name, values in distinct.items()}
+
+    def columns(specs: Sequence[Any], probed: np.ndarray) -> np.ndarray:
+        gathered = [probed[[probe_of[spec.name][point[spec.name]] for point in points], j] for j, spec in enumerate(specs)]
+        return np.stack(gathered, axis=1) if gathered else np.zeros((len(points), 0), dtype=probed.dtype)
+
+    specs = converter.output_specs
+    return Features(columns(specs.continuous, probed.continuous), columns(specs.categorical, probed.categorical))
+
+
 def parameter_key(parameters: vz.ParameterDict, names: Sequence[str]) -> ParameterKey:
     """Identity of a point in Vizier's terms (numbers as float: the client returns ints as floats)."""
     return tuple(_value_key(parameters[name].value) for name in names)
@@ -72,22 +95,29 @@ def used_keys(trials: Sequence[vz.Trial], names: Sequence[str]) -> set[Parameter
 
 @dataclass(frozen=True)
 class CandidateSet:
-    """A finite set of points in Vizier's parameters, with their GP features computed once."""
+    """A finite set of points in Vizier's parameters, with their GP features computed once.
+
+    Built as a study opens, before its first round: the points stay plain mappings until one
+    is picked (`parameters_at`), and the features come from Vizier's converter run on each
+    parameter's distinct values, not on every point (S1's 5,112 disagg points: 0.3 s → 0.02 s).
+    """
 
     names: tuple[str, ...]
-    parameters: tuple[vz.ParameterDict, ...]
+    points: tuple[Mapping[str, Any], ...]
     features: Features
     keys: tuple[ParameterKey, ...]
 
     @classmethod
     def build(cls, problem: vz.ProblemStatement, points: Sequence[Mapping[str, Any]]) -> CandidateSet:
         names = tuple(pc.name for pc in problem.search_space.parameters)
-        parameters = tuple(vz.ParameterDict(point) for point in points)
-        features = features_of(feature_converter(problem), [vz.TrialSuggestion(p) for p in parameters])
-        return cls(names, parameters, features, tuple(parameter_key(p, names) for p in parameters))
+        keys = tuple(tuple(_value_key(point[name]) for name in names) for point in points)
+        return cls(names, tuple(points), _pool_features(feature_converter(problem), names, points), keys)
+
+    def parameters_at(self, row: int) -> vz.ParameterDict:
+        return vz.ParameterDict(self.points[row])
 
     def __len__(self) -> int:
-        return len(self.parameters)
+        return len(self.keys)
 
     def features_of(self, converter: Converter, trials: Sequence[vz.TrialSuggestion]) -> Features:
         """The trials' GP features, read from the set where a trial is one of its points
@@ -135,7 +165,7 @@ def quasi_random_suggestions(
         distance = np.sum((pool.continuous - continuous) ** 2, axis=1) + np.sum(pool.categorical != categorical, axis=1)
         index = int(np.argmin(np.where(available, distance, np.inf)))
         available[index] = False
-        picks.append(vz.TrialSuggestion(candidates.parameters[index]))
+        picks.append(vz.TrialSuggestion(candidates.parameters_at(index)))
     return picks
 
 
@@ -173,7 +203,7 @@ class SpaceFillingDesigner(vza.Designer):
             return random_designer.RandomDesigner(self._problem.search_space, seed=stream).suggest(count)
         unused = np.flatnonzero(self._candidates.unused_mask(used))
         chosen = np.random.default_rng(stream).choice(unused, size=min(count, unused.size), replace=False)
-        return [vz.TrialSuggestion(self._candidates.parameters[int(i)]) for i in chosen]
+        return [vz.TrialSuggestion(self._candidates.parameters_at(int(i))) for i in chosen]
 
 
 def _stream_seed(seed: int, salt: int) -> int:
