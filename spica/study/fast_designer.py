@@ -12,8 +12,9 @@ rule) and changes how they are run:
   for its continuous optimizer), which in small budgets kept it near the first points;
 - the hyperparameter restarts run as independent SciPy L-BFGS-B fits in log coordinates,
   stepping in lockstep over one jitted, vmapped loss-and-gradient (gp_fit.py);
-- trial arrays are padded to a few sizes, so each JAX function is traced once per size, and
-  once per machine, not per process (spica.study.exported keeps the traces on disk);
+- trial arrays are padded to a few sizes, rows and feature columns, so each JAX function is
+  traced once per size, and once per machine, not per process (spica.study.exported keeps the
+  traces on disk), and a search's branches mostly share them;
 - until the first result arrives (and for `warmup_trials`) points are quasi-random;
 - an objective known before any replay (min_gpus: `ordered_by` in the problem's metadata) is
   searched for feasibility instead, over the pool (spica/study/feasibility.py), until no
@@ -71,6 +72,8 @@ class FastSettings:
     ard_max_iterations: int = 500
     sampled_candidates: int = 2048
     min_padded_trials: int = 16
+    min_padded_continuous: int = 8  # S1's agg (4) and disagg (7) branches then share their GP functions
+    min_padded_categorical: int = 2
 
 
 class FastDesigner(vza.Designer):
@@ -131,12 +134,12 @@ class FastDesigner(vza.Designer):
         picks = feasibility.feasible_picks(
             sense * costs, groups, pool.features.continuous, pool.features.categorical, outcomes, count
         )
-        return [vz.TrialSuggestion(pool.parameters[row]) for row in picks]
+        return [vz.TrialSuggestion(pool.parameters_at(row)) for row in picks]
 
     def _model_based(self, count: int) -> list[vz.TrialSuggestion]:
         completed = self._features_of(self._completed)
         labels = self._warped_labels()
-        data = types.ModelData(_padded(completed, self._rows(len(completed))), pad_rows(labels, self._rows(len(labels)), 0.0))
+        data = types.ModelData(self._padded(completed, self._rows(len(completed))), pad_rows(labels, self._rows(len(labels)), 0.0))
         model = fit_gp(
             data, self._rng, restarts=self._settings.ard_restarts, max_iterations=self._settings.ard_max_iterations
         )
@@ -145,7 +148,7 @@ class FastDesigner(vza.Designer):
         noise_is_high = signal / noise < float(_UCB_PE.signal_to_noise_threshold)
 
         pool, available = self._pool()
-        pool_chunks = _chunked(pool)
+        pool_chunks = _chunked(pool, self._columns(pool))
         evaluating = completed.stack(self._features_of(self._active))
         picks: list[int] = []
         for position in range(count):
@@ -154,7 +157,7 @@ class FastDesigner(vza.Designer):
             seen = evaluating.stack(pool.take(picks))
             dummy_labels = np.zeros((len(seen) - len(labels), labels.shape[1]))
             all_data = types.ModelData(
-                _padded(seen, self._rows(len(seen))), pad_rows(np.vstack([labels, dummy_labels]), self._rows(len(seen)), 0.0)
+                self._padded(seen, self._rows(len(seen))), pad_rows(np.vstack([labels, dummy_labels]), self._rows(len(seen)), 0.0)
             )
             use_ucb = np.asarray(self._use_ucb(position, noise_is_high))
             arguments = (model, data, all_data, pool_chunks, self._next_key(), use_ucb, np.asarray(noise_is_high))
@@ -203,7 +206,7 @@ class FastDesigner(vza.Designer):
 
     def _parameters_of(self, pool: Features, picks: list[int]) -> list[vz.ParameterDict]:
         if self._candidates is not None:
-            return [self._candidates.parameters[i] for i in picks]
+            return [self._candidates.parameters_at(i) for i in picks]
         chosen = pool.take(picks)
         return list(self._converter.to_parameters(types.ContinuousAndCategoricalArray(chosen.continuous, chosen.categorical)))
 
@@ -217,6 +220,22 @@ class FastDesigner(vza.Designer):
 
     def _rows(self, n: int) -> int:
         return _padded_rows(n, self._settings)
+
+    def _columns(self, features: Features) -> tuple[int, int]:
+        """Continuous and categorical feature columns, each padded to a power of two: branches of
+        a search whose knobs fit the same widths use (and load) the same GP functions. Vizier's
+        kernel masks the padded columns, so the model is the same."""
+        settings = self._settings
+        return (
+            _padded_columns(features.continuous.shape[1], settings.min_padded_continuous),
+            _padded_columns(features.categorical.shape[1], settings.min_padded_categorical),
+        )
+
+    def _padded(self, features: Features, rows: int) -> types.ModelInput:
+        continuous, categorical = self._columns(features)
+        return types.ModelInput(
+            pad_rows(features.continuous, rows, 0.0, continuous), pad_rows(features.categorical, rows, 0, categorical)
+        )
 
 
 def warm_up(
@@ -325,20 +344,21 @@ def _has_new_results(completed: Sequence[vz.Trial], active: Sequence[vz.Trial]) 
     return max(t.completion_time for t in completed) > max(t.creation_time for t in active)
 
 
-def _padded(features: Features, rows: int) -> types.ModelInput:
-    return types.ModelInput(pad_rows(features.continuous, rows, 0.0), pad_rows(features.categorical, rows, 0))
+def _padded_columns(n: int, least: int) -> int:
+    return max(least, 2 ** math.ceil(math.log2(max(n, 1))))
 
 
-def _chunked(features: Features) -> tuple[np.ndarray, np.ndarray]:
-    """Pool features as [chunks, _CHUNK, dim] (zero rows pad the last chunk)."""
+def _chunked(features: Features, columns: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Pool features as [chunks, _CHUNK, columns] (zero rows pad the last chunk, zero columns
+    the features as in `FastDesigner._columns`)."""
     chunks = -(-len(features) // _CHUNK)
 
-    def reshape(array: np.ndarray) -> np.ndarray:
-        padded = np.zeros((chunks * _CHUNK, array.shape[1]), dtype=array.dtype)
-        padded[: len(array)] = array
-        return padded.reshape(chunks, _CHUNK, array.shape[1])
+    def reshape(array: np.ndarray, width: int) -> np.ndarray:
+        padded = np.zeros((chunks * _CHUNK, width), dtype=array.dtype)
+        padded[: len(array), : array.shape[1]] = array
+        return padded.reshape(chunks, _CHUNK, width)
 
-    return reshape(features.continuous), reshape(features.categorical)
+    return reshape(features.continuous, columns[0]), reshape(features.categorical, columns[1])
 
 
 def _acquisition_scores(

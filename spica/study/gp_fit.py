@@ -32,14 +32,15 @@ except ImportError:  # a platform without its wheel: the restarts run one after 
     greenlet = None
 
 
-def pad_rows(array: np.ndarray, rows: int, fill: float) -> types.PaddedArray:
-    """Pads rows in NumPy (an eager jnp.pad compiles per shape) with a finite fill: a NaN
-    fill leaks NaN into gradients through the masked entries."""
+def pad_rows(array: np.ndarray, rows: int, fill: float, columns: int | None = None) -> types.PaddedArray:
+    """Pads rows (and to `columns` columns) in NumPy (an eager jnp.pad compiles per shape) with
+    a finite fill: a NaN fill leaks NaN into gradients through the masked entries. Vizier's GP
+    masks padded feature columns itself (its kernel drops the dimensions past the original shape)."""
     array = np.asarray(array)
-    padded = np.full((rows, array.shape[1]), fill, dtype=array.dtype)
-    padded[: len(array)] = array
+    padded = np.full((rows, array.shape[1] if columns is None else columns), fill, dtype=array.dtype)
+    padded[: len(array), : array.shape[1]] = array
     mask = np.zeros(padded.shape, dtype=bool)
-    mask[: len(array)] = True
+    mask[: len(array), : array.shape[1]] = True
     return types.PaddedArray(
         padded,
         fill_value=np.asarray(fill, dtype=array.dtype),
@@ -78,21 +79,43 @@ def fit_gp(
     lower, upper = (_flatten(bound, layout) for bound in _bounds(per_metric))
 
     static = (("per_metric", per_metric), ("layout", layout))
+    free = _free_entries(data, layout)
+    padded = np.full(lower.size, _PADDED_LENGTH_SCALE)
 
     def losses_and_grads(log_points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         points = np.exp(log_points)
-        losses, grads = exported.call(_batched_loss_and_grad, (points, metric_data), static)
+        full = np.tile(padded, (len(points), 1))
+        full[:, free] = points
+        losses, grads = exported.call(_batched_loss_and_grad, (full, metric_data), static)
         finite = np.isfinite(np.asarray(losses))
         # d loss / d log(x) = x * d loss / dx
-        return np.where(finite, losses, 1e10), np.where(finite[:, None], np.asarray(grads) * points, 0.0)
+        return np.where(finite, losses, 1e10), np.where(finite[:, None], np.asarray(grads)[:, free] * points, 0.0)
 
-    log_lower, log_upper = np.log(lower), np.log(upper)
+    log_lower, log_upper = np.log(lower[free]), np.log(upper[free])
     # Vizier's initialisers draw every GP hyperparameter log-uniformly within its bounds.
-    random_starts = rng.uniform(log_lower, log_upper, size=(restarts, lower.size))
-    initial = np.vstack([np.log(np.clip(_flatten(fixed, layout), lower, upper))[None], random_starts])
+    random_starts = rng.uniform(log_lower, log_upper, size=(restarts, log_lower.size))
+    initial = np.vstack([np.log(np.clip(_flatten(fixed, layout)[free], lower[free], upper[free]))[None], random_starts])
     solutions = lockstep_lbfgsb(losses_and_grads, initial, log_lower, log_upper, max_iterations)
-    best = np.exp(solutions[int(np.argmin(losses_and_grads(solutions)[0]))])
+    best = padded.copy()
+    best[free] = np.exp(solutions[int(np.argmin(losses_and_grads(solutions)[0]))])
     return sp.StochasticProcessWithCoroutine(coroutine, _unflatten(best, layout))
+
+
+_PADDED_LENGTH_SCALE = 0.5
+"""Where Vizier's length-scale prior is centred (0.01 log(x / 0.5)², zero there)."""
+
+
+def _free_entries(data: types.ModelData, layout: tuple[tuple[str, tuple[int, ...]], ...]) -> np.ndarray:
+    """Which hyperparameters the fit moves: all but the length scales of padded feature columns
+    (fast_designer pads them so that branches share functions). Vizier's kernel masks those
+    columns, so only their prior sees them; held at its centre, they add nothing to the loss or
+    its gradient, and the fit (random starts included) is the unpadded one. The real widths are
+    the PaddedArrays' original shapes (their `is_missing` is an eager JAX op)."""
+    widths = {
+        "continuous_length_scale_squared": int(np.asarray(data.features.continuous._original_shape)[1]),
+        "categorical_length_scale_squared": int(np.asarray(data.features.categorical._original_shape)[1]),
+    }
+    return np.concatenate([np.arange(math.prod(shape)) < widths.get(name, math.prod(shape)) for name, shape in layout])
 
 
 def _bounds(per_metric: models.ModelCoroutine) -> tuple[dict[str, Any], dict[str, Any]]:

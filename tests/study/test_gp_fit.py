@@ -67,3 +67,24 @@ def test_a_failing_batch_raises_instead_of_hanging_the_runs():
     with pytest.raises(FloatingPointError, match="loss blew up"):
         lockstep_lbfgsb(broken, starts, np.full(2, -1.0), np.full(2, 1.0), iterations=10)
 
+
+
+def test_padded_feature_columns_fit_the_same_model():
+    """fast_designer pads feature columns so that branches share functions: the fit must not see
+    the padding (same hyperparameters for the real columns, the padded ones at the prior's centre)."""
+    from spica.study.vizier_internals import types
+
+    rng = np.random.default_rng(3)
+    x, c = rng.random((7, 4)), rng.integers(0, 3, (7, 1)).astype(types.INT_DTYPE)
+    y = np.sin(3 * x[:, :1]) + (c == 1) + 0.1 * rng.standard_normal((7, 1))
+
+    def fit(columns, categories):
+        features = types.ModelInput(gp_fit.pad_rows(x, 16, 0.0, columns), gp_fit.pad_rows(c, 16, 0, categories))
+        data = types.ModelData(features, gp_fit.pad_rows((y - y.mean()) / y.std(), 16, 0.0))
+        return gp_fit.fit_gp(data, np.random.default_rng(0), restarts=4, max_iterations=200).params
+
+    unpadded, padded = fit(4, 1), fit(8, 2)
+    for name, value in unpadded.items():
+        np.testing.assert_allclose(np.ravel(padded[name])[: np.size(value)], np.ravel(value), rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(padded["continuous_length_scale_squared"])[4:], 0.5)
+    np.testing.assert_array_equal(np.asarray(padded["categorical_length_scale_squared"])[1:], 0.5)
