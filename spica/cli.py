@@ -29,6 +29,7 @@ from spica.config import ConfigError, SmartSearchConfig
 from spica.errors import SearchError, UserError
 from spica.executors import EXECUTORS
 from spica.results.outcome import SearchResults
+from spica.startup import collect_less
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -307,8 +308,11 @@ COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_sp
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The `spica` command. Called without `argv` (the command itself, not a caller's library
-    use), it ends, once its output is flushed, without interpreter finalization (`_leave`)."""
+    use), it collects garbage less often (spica/startup.py) and ends, once its output is
+    flushed, without interpreter finalization (`_leave`)."""
     explicit = argv is not None
+    if not explicit:
+        collect_less()
     try:
         _dispatch(list(sys.argv[1:] if argv is None else argv), explicit)
     except SystemExit as exc:

@@ -20,6 +20,9 @@ from typing import Any, Mapping
 def prepare() -> None:
     """The writer process's start: everything writing the folder imports; and its end without
     interpreter finalization, which for these modules took ~0.8 s the search waited for."""
+    from spica.startup import collect_less
+
+    collect_less()  # its imports share the cores with the search's start-up
     import spica.results.report  # noqa: F401  (matplotlib)
     from spica.deploy.flags import profiler_modules
 
