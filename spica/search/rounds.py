@@ -11,8 +11,8 @@ not wait for each other either.
 
 Where the branches' rounds together are no larger than the pool (parallel_evals ≥ per_round ×
 branches, as in upstream's GLM-5 study: one branch, 8 × 8), a costly suggestion is due later, by
-as many rounds as its cost holds the round's median cost, less one (`later_rounds`, at most
-LATEST_DUE rounds after its ask). A replay's time grows with the requests it simulates, known
+as many rounds as its cost holds the round's lower-quartile cost, less one (`later_rounds`, at
+most LATEST_DUE rounds after its ask). A replay's time grows with the requests it simulates, known
 before it runs, and on a KV-relative load they span two orders of magnitude within a round
 (GLM-5: 1.3k–99k). Due with the rest, the slowest one held back the tells behind it, and so the
 next ask, while the other workers ran dry; due by its cost, it comes in about when the rounds
@@ -22,9 +22,13 @@ less to know (front hypervolume 1.06 of the peer's instead of 1.10, median of 6 
 round's replays are handed to the pool costliest first, so that they do not start last.
 Measured on the GLM-5 study's first 160 samples (seed 1, benchmarks/bench_search.py): idle
 workers 23.4 % (nothing deferred) → 14.6 % (a round's costliest third, where above its median,
-due two rounds later) → 6.6 % (by cost; wall 1,832 → 2,176 s for 12,480 → 16,156 s of replays:
-its asks chose costlier loads), front hypervolume 1.02 of the one before on a common reference
-(39 points, was 29).
+due two rounds later) → 6.6 % (by cost in medians; wall 1,832 → 2,176 s for 12,480 → 16,156 s
+of replays: its asks chose costlier loads), front hypervolume 1.02 of the one before on a common
+reference (39 points, was 29). In medians, later rounds that held many costly loads at once
+deferred little (half of a round is above its median at most); counting in lower quartiles,
+an event simulation of the loop on that run's own rounds (their costs and replay times, 8 workers
+sharing 2 cores, 8 s asks) leaves 0.2 % of worker time idle where medians leave 6.8 % (the run
+measured 6.6 %), and 5.0 % against 13.3 % with the rounds shuffled (median of 15 orders).
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
 round: a round's own suggestions in ask order, then its followers), one at a time, and a branch
@@ -84,19 +88,25 @@ def defers(sweep: SweepConfig, branches: int) -> bool:
 
 def most_pending(sweep: SweepConfig, branches: int) -> int:
     """How many of a branch's own suggestions (followers aside) may still be untold when it
-    asks: the previous round, and of each earlier round up to LATEST_DUE its costlier half."""
-    return sweep.per_round + ((LATEST_DUE - 2) * (sweep.per_round // 2) if defers(sweep, branches) else 0)
+    asks: the previous round, and of each earlier round up to LATEST_DUE those above its unit."""
+    n = sweep.per_round
+    return n + ((LATEST_DUE - 2) * (n - 1 - _unit_index(n)) if defers(sweep, branches) else 0)
 
 
 def later_rounds(costs: list[int | None]) -> list[int]:
-    """Per suggestion, how many rounds after the rest of its round it is due: one per median cost
-    it takes beyond the first (cost / median, rounded, less one), so a replay is due by about the
-    time its worker would be done with it; at most LATEST_DUE - 2. None later where a cost is unknown
-    (a trace)."""
+    """Per suggestion, how many rounds after the rest of its round it is due: one per unit cost
+    (the round's lower quartile) it takes beyond the first (cost / unit, rounded, less one), so a
+    replay is due by about the time its worker would be done with it; at most LATEST_DUE - 2. None
+    later where a cost is unknown (a trace)."""
     if not costs or any(cost is None for cost in costs):
         return [0] * len(costs)
-    median = max(sorted(costs)[(len(costs) - 1) // 2], 1)
-    return [min(LATEST_DUE - 2, max(0, int(cost / median + 0.5) - 1)) for cost in costs]
+    unit = max(sorted(costs)[_unit_index(len(costs))], 1)
+    return [min(LATEST_DUE - 2, max(0, int(cost / unit + 0.5) - 1)) for cost in costs]
+
+
+def _unit_index(n: int) -> int:
+    """The lower quartile's place among n sorted costs: it and those below it are never deferred."""
+    return (n - 1) // 4
 
 
 @dataclass

@@ -146,12 +146,12 @@ def test_a_branch_replays_its_next_round_while_one_replay_is_slow(tmp_path):
     assert pool.released_by == "submission 3"  # round 2 went out while round 1's first replay was held
 
 
-def test_a_suggestion_is_due_a_round_later_for_each_median_cost_it_takes_beyond_the_first():
-    glm5_round = [6090, 99010, 51340, 1290, 26120, 2510, 9470, 9020]  # requests, upstream's GLM-5 study; median 9020
-    assert later_rounds(glm5_round) == [0, LATEST_DUE - 2, 5, 0, 2, 0, 0, 0]  # 99010 is 11 medians: capped
+def test_a_suggestion_is_due_a_round_later_for_each_lower_quartile_cost_it_takes_beyond_the_first():
+    glm5_round = [6090, 99010, 51340, 1290, 26120, 2510, 9470, 9020]  # requests, upstream's GLM-5 study; lower quartile 2510
+    assert later_rounds(glm5_round) == [1, LATEST_DUE - 2, LATEST_DUE - 2, 0, LATEST_DUE - 2, 0, 3, 3]  # 99010: 39 units, capped
     assert later_rounds([128, 128, 128, 128]) == [0, 0, 0, 0]  # one fixed load: nothing is costlier
     assert later_rounds([10, 10, 10, 50]) == [0, 0, 0, 4]
-    assert later_rounds([10, 10, 14, 15]) == [0, 0, 0, 1]  # 1.5 medians rounds up
+    assert later_rounds([10, 10, 14, 15]) == [0, 0, 0, 1]  # 1.5 units rounds up
     assert later_rounds([10, None, 10, 50]) == [0, 0, 0, 0]  # a trace: costs unknown
 
 
@@ -179,7 +179,7 @@ def test_a_rounds_costliest_replay_holds_back_no_ask_before_it_is_due(tmp_path):
                    sweep={"max_rounds": 5, "candidates_per_round": 4, "parallel_evals": 4, "designer": "fast"})
     pool = HoldingCostliestPool(config, release_at=3)
     run_smart_search(config, results_dir=tmp_path, pool=pool)
-    assert pool.first_costs == [1676, 989, 989, 989]  # 1.7 medians: due one round after the rest, by the 4th ask
+    assert pool.first_costs == [1676, 989, 989, 989]  # 1.7 units: due one round after the rest, by the 4th ask
     assert pool.released_by == "submission 3"  # rounds 1 and 2 went out while round 0's costliest replay was held
 
 
