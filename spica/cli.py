@@ -342,12 +342,19 @@ def _leave(code: int) -> NoReturn:
     tearing down the JAX, TensorFlow Probability and Replay runtimes a search loaded only cost
     time (~1 s of an S1 search) — or, with a JAX thread still running, aborted the process
     (exit -6) instead of exiting with the code. What finalization would have removed and a
-    search leaves behind is removed here: multiprocessing's temporary folder (the forkserver's
-    socket, `/tmp/pymp-*`)."""
+    search leaves behind is removed here: the evaluation workers' forkserver (idle, its pool
+    closed; left to itself it ends only after its own finalization, ~0.1 s after this process)
+    and multiprocessing's temporary folder (the forkserver's socket, `/tmp/pymp-*`)."""
     logging.shutdown()
     if "multiprocessing" in sys.modules:
-        from multiprocessing import util
+        from multiprocessing import forkserver, util
 
+        server = getattr(forkserver, "_forkserver", None)
+        pid = getattr(server, "_forkserver_pid", None)  # the module's one forkserver, if it was started
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
         shutil.rmtree(util.get_temp_dir(), ignore_errors=True)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -101,6 +101,19 @@ def _wait_for_evaluations(journal: Path, count: int, process: subprocess.Popen) 
     pytest.fail(f"the search did not reach {count} evaluations")
 
 
+def test_nothing_a_finished_search_started_outlives_its_exit(tmp_path, leave_nothing):
+    results = tmp_path / "results"
+    search = _start(results)
+    leave_nothing(search)
+    started: set[int] = set()
+    while search.poll() is None:
+        started |= _descendants(search.pid)
+        time.sleep(0.05)
+    assert search.returncode == 0, search.stderr.read()[-2000:]
+    assert len(started) >= 3, "the search ran a forkserver, workers and a results writer"
+    assert not _alive(started), f"alive when the search had exited: {[_cmdline(pid)[:80] for pid in _alive(started)]}"
+
+
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGKILL, -9)])
 def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, leave_nothing):
     results = tmp_path / "results"
