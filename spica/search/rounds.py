@@ -28,7 +28,9 @@ reference (39 points, was 29). In medians, later rounds that held many costly lo
 deferred little (half of a round is above its median at most); counting in lower quartiles,
 an event simulation of the loop on that run's own rounds (their costs and replay times, 8 workers
 sharing 2 cores, 8 s asks) leaves 0.2 % of worker time idle where medians leave 6.8 % (the run
-measured 6.6 %), and 5.0 % against 13.3 % with the rounds shuffled (median of 15 orders).
+measured 6.6 %), and 5.0 % against 13.3 % with the rounds shuffled (median of 15 orders). The
+real run, in lower quartiles: 3.2 % idle, wall 2,070 s for 15,967 s of replays, front
+hypervolume 1.004 of the median rule's on a common reference (41 points).
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
 round: a round's own suggestions in ask order, then its followers), one at a time, and a branch
