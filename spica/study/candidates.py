@@ -72,9 +72,9 @@ def _pool_features(converter: Converter, names: Sequence[str], points: Sequence[
     probed = features_of(converter, probes)
     probe_of = {name: {value: k for k, value in enumerate(values)} for name, values in distinct.items()}
 
-    def columns(specs: Sequence[Any], probed: np.ndarray) -> np.ndarray:
-        gathered = [probed[[probe_of[spec.name][point[spec.name]] for point in points], j] for j, spec in enumerate(specs)]
-        return np.stack(gathered, axis=1) if gathered else np.zeros((len(points), 0), dtype=probed.dtype)
+    def columns(specs: Sequence[Any], of_probes: np.ndarray) -> np.ndarray:
+        gathered = [of_probes[[probe_of[spec.name][point[spec.name]] for point in points], j] for j, spec in enumerate(specs)]
+        return np.stack(gathered, axis=1) if gathered else np.zeros((len(points), 0), dtype=of_probes.dtype)
 
     specs = converter.output_specs
     return Features(columns(specs.continuous, probed.continuous), columns(specs.categorical, probed.categorical))

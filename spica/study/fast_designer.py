@@ -227,8 +227,8 @@ class FastDesigner(vza.Designer):
         kernel masks the padded columns, so the model is the same."""
         settings = self._settings
         return (
-            _padded_columns(features.continuous.shape[1], settings.min_padded_continuous),
-            _padded_columns(features.categorical.shape[1], settings.min_padded_categorical),
+            _power_of_two(features.continuous.shape[1], settings.min_padded_continuous),
+            _power_of_two(features.categorical.shape[1], settings.min_padded_categorical),
         )
 
     def _padded(self, features: Features, rows: int) -> types.ModelInput:
@@ -334,8 +334,8 @@ def _made_up_trials(problem: vz.ProblemStatement, candidates: CandidateSet | Non
 
 
 def _padded_rows(n: int, settings: FastSettings) -> int:
-    """Padded row count: a power of two, strictly above n so arrays are always 'padded'."""
-    return max(settings.min_padded_trials, 2 ** math.ceil(math.log2(n + 1)))
+    """Padded row count: strictly above n so arrays are always 'padded'."""
+    return _power_of_two(n + 1, settings.min_padded_trials)
 
 
 def _has_new_results(completed: Sequence[vz.Trial], active: Sequence[vz.Trial]) -> bool:
@@ -344,7 +344,8 @@ def _has_new_results(completed: Sequence[vz.Trial], active: Sequence[vz.Trial]) 
     return max(t.completion_time for t in completed) > max(t.creation_time for t in active)
 
 
-def _padded_columns(n: int, least: int) -> int:
+def _power_of_two(n: int, least: int) -> int:
+    """The smallest power of two at least n, and at least `least`."""
     return max(least, 2 ** math.ceil(math.log2(max(n, 1))))
 
 
