@@ -125,6 +125,39 @@ def test_an_override_replaces_the_files_seed_under_either_name(tmp_path, monkeyp
     with pytest.raises(ConfigError, match="seed is the earlier name of random_seed; give only random_seed"):
         config_from_file(str(both), [])
 
+def test_conf_never_sets_hydra_mode():
+    """`spica` answers Hydra's question of run or multirun without composing (cli._compose_once):
+    right only while conf/ leaves `hydra.mode` unset."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from spica.cli import register_schema
+
+    register_schema()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        for group in ("sweep=default", "workload=trace", "planner=all"):
+            assert hydra_compose(config_name="config", overrides=[group], return_hydra_config=True).hydra.mode is None
+
+
+@pytest.mark.parametrize("flags, composed", [((), ["RUN"]), (("-m",), ["MULTIRUN"]), (("hydra.mode=MULTIRUN",), ["MULTIRUN"] * 2)])
+def test_hydra_composes_the_config_once_to_run_or_sweep(flags, composed, tmp_path, monkeypatch):
+    """Not once more only to read `hydra.mode`, unless an override names it. Each search here
+    stops at validation (exit 2), after its composition (a multirun's jobs compose by another path)."""
+    from hydra._internal.hydra import Hydra
+
+    from spica.cli import main
+
+    calls = []
+    real = Hydra.compose_config
+    monkeypatch.setattr(Hydra, "compose_config", lambda self, *a, **k: calls.append(k["run_mode"].name) or real(self, *a, **k))
+    monkeypatch.setattr(sys, "argv", ["spica"])
+    monkeypatch.chdir(tmp_path)
+    budgets = "search_space.gpu_budget=0,-1" if flags else "search_space.gpu_budget=0"
+    with pytest.raises(SystemExit) as exit_:
+        main([*flags, budgets, f"hydra.run.dir={tmp_path / 'run'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    assert exit_.value.code == 2 and calls == composed
+
+
 def _spica(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "spica.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
