@@ -43,13 +43,20 @@ def run(cache: Path) -> tuple[list[float], list[float]]:
 
 def test_first_process_exports_later_ones_load_and_the_numbers_match(tmp_path):
     first, expected = run(tmp_path)
-    saved = sorted((tmp_path / "jax" / "export").glob("_batched_loss_and_grad-*.bin"))
-    assert len(saved) == 1
-    stamp = saved[0].stat().st_mtime_ns
+    saved = sorted((tmp_path / "jax" / "export").glob("_batched_loss_and_grad-*"))
+    assert [path.suffix for path in saved] == [".bin", ".xla"]  # the export, and its executable
+    stamps = [path.stat().st_mtime_ns for path in saved]
     second, _ = run(tmp_path)
-    assert saved[0].stat().st_mtime_ns == stamp  # loaded, not exported again
-    np.testing.assert_allclose(first, expected, rtol=1e-12)
-    np.testing.assert_allclose(second, expected, rtol=1e-12)
+    assert [path.stat().st_mtime_ns for path in saved] == stamps  # loaded, not exported or compiled again
+    assert first == expected and second == expected
+
+
+def test_an_unreadable_executable_is_compiled_again(tmp_path):
+    _, expected = run(tmp_path)
+    (executable,) = (tmp_path / "jax" / "export").glob("_batched_loss_and_grad-*.xla")
+    executable.write_bytes(b"torn")
+    assert run(tmp_path)[0] == expected
+    assert executable.read_bytes() != b"torn" and run(tmp_path)[0] == expected
 
 
 def host_square(x):
