@@ -12,9 +12,10 @@ rule) and changes how they are run:
   for its continuous optimizer), which in small budgets kept it near the first points;
 - the hyperparameter restarts run as independent SciPy L-BFGS-B fits in log coordinates,
   stepping in lockstep over one jitted, vmapped loss-and-gradient (gp_fit.py);
-- trial arrays are padded to a few sizes, rows and feature columns, so each JAX function is
-  traced once per size, and once per machine, not per process (spica.study.exported keeps the
-  traces on disk), and a search's branches mostly share them;
+- trial arrays are padded to a few sizes, rows and feature columns, and the pool is scored in
+  blocks of one size, so each JAX function is traced once per size, and once per machine, not
+  per process (spica.study.exported keeps the traces on disk), and a search's branches mostly
+  share them;
 - until the first result arrives (and for `warmup_trials`) points are quasi-random;
 - an objective known before any replay (min_gpus: `ordered_by` in the problem's metadata) is
   searched for feasibility instead, over the pool (spica/study/feasibility.py), until no
@@ -31,7 +32,7 @@ import math
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Hashable, Sequence
 
 from spica.study.jax_setup import configure_jax
 
@@ -61,6 +62,7 @@ log = logging.getLogger(__name__)
 
 _UCB_PE = gp_ucb_pe.UCBPEConfig()
 _CHUNK = 256  # pool points scored per step
+_BLOCK = 4  # chunks scored per call: the acquisition's shape does not depend on the pool's size
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ class FastDesigner(vza.Designer):
         noise_is_high = signal / noise < float(_UCB_PE.signal_to_noise_threshold)
 
         pool, available = self._pool()
-        pool_chunks = _chunked(pool, self._columns(pool))
+        pool_blocks = _blocks(pool, self._columns(pool))
         evaluating = completed.stack(self._features_of(self._active))
         picks: list[int] = []
         for position in range(count):
@@ -160,9 +162,11 @@ class FastDesigner(vza.Designer):
                 self._padded(seen, self._rows(len(seen))), pad_rows(np.vstack([labels, dummy_labels]), self._rows(len(seen)), 0.0)
             )
             use_ucb = np.asarray(self._use_ucb(position, noise_is_high))
-            arguments = (model, data, all_data, pool_chunks, self._next_key(), use_ucb, np.asarray(noise_is_high))
-            scores = exported.call(_acquisition_scores, arguments)
-            index = int(np.argmax(np.where(available, np.asarray(scores)[: len(pool)], -np.inf)))
+            key, noise = self._next_key(), np.asarray(noise_is_high)
+            scores = np.concatenate(
+                [np.asarray(exported.call(_acquisition_scores, (model, data, all_data, block, key, use_ucb, noise))) for block in pool_blocks]
+            )
+            index = int(np.argmax(np.where(available, scores[: len(pool)], -np.inf)))
             available[index] = False
             picks.append(index)
         return [vz.TrialSuggestion(p) for p in self._parameters_of(pool, picks)]
@@ -266,6 +270,15 @@ def warm_up(
             sizes.setdefault(shape, (completed, active))
     if not sizes:
         return None
+    specs = feature_converter(problem).output_specs
+    columns = (
+        _power_of_two(len(specs.continuous), settings.min_padded_continuous),
+        _power_of_two(len(specs.categorical), settings.min_padded_categorical),
+    )
+    signature = (columns, len(problem.metric_information), tuple(sizes), settings)
+    if signature in _WARMED:  # an earlier study's warm-up loaded the same functions
+        return None
+    _WARMED.add(signature)
 
     loading = replace(settings, ard_max_iterations=1)  # each function called once is enough: fitting made-up results is not
 
@@ -284,6 +297,10 @@ def warm_up(
     _COLLECTION_PAUSE.enter()
     return _WARM_UPS.submit(trace)
 
+
+_WARMED: set[Hashable] = set()
+"""What this process's warm-ups have loaded: feature columns, metrics, row sizes and settings
+(the pool is scored in blocks of one shape): a search's later branches mostly need nothing more."""
 
 _WARM_UPS = ThreadPoolExecutor(1, thread_name_prefix="spica-designer-warm-up")
 """One warm-up at a time, in the order the studies opened: the first study's first model-based
@@ -349,17 +366,21 @@ def _power_of_two(n: int, least: int) -> int:
     return max(least, 2 ** math.ceil(math.log2(max(n, 1))))
 
 
-def _chunked(features: Features, columns: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Pool features as [chunks, _CHUNK, columns] (zero rows pad the last chunk, zero columns
-    the features as in `FastDesigner._columns`)."""
-    chunks = -(-len(features) // _CHUNK)
+def _blocks(features: Features, columns: tuple[int, int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Pool features as blocks of [_BLOCK, _CHUNK, columns] (zero rows pad the last block, zero
+    columns the features as in `FastDesigner._columns`). Each point is scored on its own, so
+    the scores are the same however the pool is cut; at one block shape, every branch and
+    every pool size use (and load) one acquisition function."""
+    size = _BLOCK * _CHUNK
+    blocks = max(1, -(-len(features) // size))
 
     def reshape(array: np.ndarray, width: int) -> np.ndarray:
-        padded = np.zeros((chunks * _CHUNK, width), dtype=array.dtype)
+        padded = np.zeros((blocks * size, width), dtype=array.dtype)
         padded[: len(array), : array.shape[1]] = array
-        return padded.reshape(chunks, _CHUNK, width)
+        return padded.reshape(blocks, _BLOCK, _CHUNK, width)
 
-    return reshape(features.continuous, columns[0]), reshape(features.categorical, columns[1])
+    continuous, categorical = reshape(features.continuous, columns[0]), reshape(features.categorical, columns[1])
+    return list(zip(continuous, categorical))
 
 
 def _acquisition_scores(
@@ -371,7 +392,7 @@ def _acquisition_scores(
     use_ucb: jax.Array,
     noise_is_high: jax.Array,
 ) -> jax.Array:
-    """Vizier's UCB or PE score of every pool point (flattened chunks), in one traced call.
+    """Vizier's UCB or PE score of every point of a block of the pool (flattened chunks), in one traced call.
 
     `data`: completed trials; `all_data`: completed + pending (dummy labels), which
     shrinks the explored uncertainty around points already being evaluated. The pool is
