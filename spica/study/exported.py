@@ -21,6 +21,7 @@ import os
 import pickle
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Hashable
 
@@ -32,7 +33,6 @@ import jax  # noqa: E402
 import jaxlib.lapack  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import export  # noqa: E402
-from jax._src import config as jax_config  # noqa: E402
 from jax.experimental import serialize_executable  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def _load_or_export(fn: Callable[..., Any], static: Hashable, treedef: Any, shap
 
     try:
         path = cache_dir() / "export" / f"{fn.__qualname__}-{_key(fn, static, treedef, shapes)}.bin"
-        loaded = _load_executable(path.with_suffix(".xla"))
+        loaded = _load_executable(path)
         if loaded is not None:
             return loaded
         if path.exists():
@@ -79,23 +79,43 @@ def _load_or_export(fn: Callable[..., Any], static: Hashable, treedef: Any, shap
     return _compile(exported, path.with_suffix(".xla"))
 
 
-def _load_executable(path: Path) -> Callable[..., Any] | None:
-    """The executable kept at `path` (None if there is none, or it cannot be loaded)."""
+def _load_executable(export_path: Path) -> Callable[..., Any] | None:
+    """The executable kept beside the export (None if there is none, or it cannot be loaded)."""
+    path = export_path.with_suffix(".xla")
     try:
-        return serialize_executable.deserialize_and_load(*pickle.loads(path.read_bytes()))
+        executable = serialize_executable.deserialize_and_load(*pickle.loads(path.read_bytes()))
     except FileNotFoundError:
         return None
     except Exception:  # noqa: BLE001 - torn, or from another build: compiled again
         log.debug("could not load %s; compiling it again", path, exc_info=True)
         return None
 
+    def first_run(*leaves: Any) -> Any:
+        """The first call waits for its result: a failure to run shows there (runs are asynchronous)."""
+        try:
+            result = jax.block_until_ready(executable(*leaves))
+            chosen[0] = executable
+        except jax.errors.JaxRuntimeError:  # it cannot run here: the export, compiled afresh, can
+            log.debug("%s failed to run; compiling its export again", path, exc_info=True)
+            chosen[0] = _compile(export.deserialize(bytearray(export_path.read_bytes())), path)
+            result = chosen[0](*leaves)
+        return result
+
+    chosen: list[Callable[..., Any]] = [first_run]
+    return lambda *leaves: chosen[0](*leaves)
+
 
 def _compile(exported: export.Exported, path: Path) -> Callable[..., Any]:
-    """The export compiled, and the executable kept at `path`. Not through JAX's persistent
-    compilation cache: an executable read from there serialises without its kernels."""
+    """The export compiled, and the executable kept at `path`. Always compiled afresh: its module
+    gets a name of its own, so JAX's persistent compilation cache cannot hand back an executable
+    it read from disk, which serialises without its kernels (it loads, then fails to run)."""
+
+    def call(*leaves: Any) -> Any:
+        return exported.call(*leaves)
+
+    call.__name__ = call.__qualname__ = f"{exported.fun_name}_{os.getpid()}_{time.time_ns()}"
     try:
-        with jax_config.enable_compilation_cache(False):
-            compiled = jax.jit(exported.call).lower(*exported.in_avals).compile()
+        compiled = jax.jit(call).lower(*exported.in_avals).compile()
     except Exception:  # noqa: BLE001 - only a speed-up
         log.debug("could not compile %s ahead; JAX compiles it on call", exported.fun_name, exc_info=True)
         return jax.jit(exported.call)

@@ -424,8 +424,10 @@ def _acquisition_scores(
         multimetric_promising_region_penalty_type=_UCB_PE.multimetric_promising_region_penalty_type,
     )
 
-    def score(chunk: tuple[jax.Array, jax.Array]) -> jax.Array:
-        xs = types.ModelInput(types.PaddedArray.as_padded(chunk[0]), types.PaddedArray.as_padded(chunk[1]))
-        return jnp.where(use_ucb, ucb.score(xs), pe.score(xs))
+    def scores(function: gp_ucb_pe.UCBScoreFunction | gp_ucb_pe.PEScoreFunction) -> jax.Array:
+        def score(chunk: tuple[jax.Array, jax.Array]) -> jax.Array:
+            return function.score(types.ModelInput(types.PaddedArray.as_padded(chunk[0]), types.PaddedArray.as_padded(chunk[1])))
 
-    return jax.lax.map(score, pool).reshape(-1)
+        return jax.lax.map(score, pool).reshape(-1)
+
+    return jax.lax.cond(use_ucb, lambda: scores(ucb), lambda: scores(pe))  # only the one asked for runs

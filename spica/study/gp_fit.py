@@ -69,7 +69,7 @@ def fit_gp(
         _dim=types.ContinuousAndCategorical(data.features.continuous.shape[-1], data.features.categorical.shape[-1]),
         _num_metrics=1,
     )
-    labels = np.asarray(data.labels.unpad())
+    labels = _unpadded(data.labels)
     rows = data.labels.shape[0]
     metric_data = tuple(
         types.ModelData(data.features, pad_rows(labels[:, i : i + 1], rows, 0.0)) for i in range(labels.shape[1])
@@ -116,6 +116,11 @@ def _free_entries(data: types.ModelData, layout: tuple[tuple[str, tuple[int, ...
         "categorical_length_scale_squared": int(np.asarray(data.features.categorical._original_shape)[1]),
     }
     return np.concatenate([np.arange(math.prod(shape)) < widths.get(name, math.prod(shape)) for name, shape in layout])
+
+
+def _unpadded(array: types.PaddedArray) -> np.ndarray:
+    """The original entries, sliced in NumPy (`unpad` is an eager JAX op: a compile per process)."""
+    return np.asarray(array.padded_array)[tuple(slice(0, int(n)) for n in np.asarray(array._original_shape))]
 
 
 def _bounds(per_metric: models.ModelCoroutine) -> tuple[dict[str, Any], dict[str, Any]]:

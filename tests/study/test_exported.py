@@ -59,6 +59,34 @@ def test_an_unreadable_executable_is_compiled_again(tmp_path):
     assert executable.read_bytes() != b"torn" and run(tmp_path)[0] == expected
 
 
+# An executable JAX read from its persistent compilation cache, serialised: it loads, then fails to
+# run ("Function ..._kernel not found"). What spica.study.exported would keep if the cache could
+# hand it one; written over the good executable of the SCRIPT's function.
+BROKEN = """
+import glob, pickle, sys
+import jax
+from jax import export
+from jax.experimental import serialize_executable
+from spica.study import exported  # the persistent cache, as a search configures it
+(path,) = glob.glob(sys.argv[1] + "/jax/export/_batched_loss_and_grad-*.bin")
+loaded = export.deserialize(bytearray(open(path, "rb").read()))
+jax.jit(loaded.call).lower(*loaded.in_avals).compile()  # into the persistent cache
+jax.clear_caches()
+from_disk = jax.jit(loaded.call).lower(*loaded.in_avals).compile()
+open(path[:-4] + ".xla", "wb").write(pickle.dumps(serialize_executable.serialize(from_disk)))
+"""
+
+
+def test_an_executable_that_cannot_run_gives_way_to_its_export(tmp_path):
+    _, expected = run(tmp_path)
+    (executable,) = (tmp_path / "jax" / "export").glob("_batched_loss_and_grad-*.xla")
+    env = {**os.environ, "SPICA_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", BROKEN, str(tmp_path)], cwd=REPO, env=env, check=True, capture_output=True)
+    broken = executable.read_bytes()
+    assert run(tmp_path)[0] == expected
+    assert executable.read_bytes() != broken and run(tmp_path)[0] == expected  # compiled again, and it runs
+
+
 def host_square(x):
     import jax
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spica.study import exported
+from spica.study import exported, fast_designer
 from spica.study.params import Objective, Param
 from spica.study.vizier_study import VizierStudy
 
@@ -73,8 +73,9 @@ def test_background_warm_up_leaves_the_suggestions_unchanged(tmp_path):
     assert single._warming is None  # one round: nothing model-based to prepare
 
 
-def test_the_warm_up_loads_every_function_the_model_based_asks_call(tmp_path):
+def test_the_warm_up_loads_every_function_the_model_based_asks_call(tmp_path, monkeypatch):
     exported._LOADED.clear()  # as in a new process
+    monkeypatch.setattr(fast_designer, "_WARMED", set())
     warmed = study(tmp_path, rounds=(2, 3, 0))
     warmed._warming.result()
     loaded = set(exported._LOADED)
@@ -82,11 +83,12 @@ def test_the_warm_up_loads_every_function_the_model_based_asks_call(tmp_path):
     assert loaded and set(exported._LOADED) == loaded  # the asks found every (function, shape) ready
 
 
-def test_no_garbage_collection_runs_while_a_warm_up_does(tmp_path):
+def test_no_garbage_collection_runs_while_a_warm_up_does(tmp_path, monkeypatch):
     """Two studies warming up at once: collection is off until the last of them ends, then on."""
     import gc
 
-    first, second = study(tmp_path / "a", rounds=(2, 3, 0)), study(tmp_path / "b", rounds=(2, 4, 0))
+    monkeypatch.setattr(fast_designer, "_WARMED", set())
+    first, second = study(tmp_path / "a", rounds=(2, 3, 0)), study(tmp_path / "b", rounds=(8, 4, 0))  # more rows: warmed too
     assert not gc.isenabled()
     warm_ups = [first._warming, second._warming]
     warm_ups[0].result()
