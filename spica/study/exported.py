@@ -8,8 +8,10 @@ without lowering the export again or looking it up in JAX's compilation cache (w
 60-120 ms more per function: S1's first model-based ask waited for three of them). The cache
 key covers the versions of JAX, Vizier and TFP, the JAX platform and the source of the module
 that defines the function, so an upgrade or an edit exports again. If exporting fails, the
-function simply runs under jax.jit.
+function simply runs under jax.jit; an executable that loads but cannot run is compiled again
+from its export.
 """
+
 from __future__ import annotations
 
 import functools
