@@ -61,7 +61,8 @@ def test_same_seed_gives_same_suggestions_through_the_gp_phase(tmp_path):
     assert other_seed[0] != first[0]
 
 
-def test_background_warm_up_leaves_the_suggestions_unchanged(tmp_path):
+def test_background_warm_up_leaves_the_suggestions_unchanged(tmp_path, monkeypatch):
+    monkeypatch.setattr(fast_designer, "_WARMED", set())  # as in a new process
     warmed = study(tmp_path / "a", rounds=(2, 3, 0))
     assert warmed._warming is not None  # started as the study opens: rounds 2 and 3 are model-based
     first = warmed.ask(2)
