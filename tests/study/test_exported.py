@@ -63,17 +63,16 @@ def test_an_unreadable_executable_is_compiled_again(tmp_path):
 # run ("Function ..._kernel not found"). What spica.study.exported would keep if the cache could
 # hand it one; written over the good executable of the SCRIPT's function.
 BROKEN = """
-import glob, pickle, sys
+import glob, sys
 import jax
 from jax import export
-from jax.experimental import serialize_executable
 from spica.study import exported  # the persistent cache, as a search configures it
 (path,) = glob.glob(sys.argv[1] + "/jax/export/_batched_loss_and_grad-*.bin")
 loaded = export.deserialize(bytearray(open(path, "rb").read()))
-jax.jit(loaded.call).lower(*loaded.in_avals).compile()  # into the persistent cache
+jax.jit(loaded.call, keep_unused=True).lower(*loaded.in_avals).compile()  # into the persistent cache
 jax.clear_caches()
-from_disk = jax.jit(loaded.call).lower(*loaded.in_avals).compile()
-open(path[:-4] + ".xla", "wb").write(pickle.dumps(serialize_executable.serialize(from_disk)))
+from_disk = jax.jit(loaded.call, keep_unused=True).lower(*loaded.in_avals).compile()
+open(path[:-4] + ".xla", "wb").write(exported._executable_file(loaded.out_tree, from_disk.runtime_executable()))
 """
 
 
