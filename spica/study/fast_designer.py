@@ -229,11 +229,7 @@ class FastDesigner(vza.Designer):
         """Continuous and categorical feature columns, each padded to a power of two: branches of
         a search whose knobs fit the same widths use (and load) the same GP functions. Vizier's
         kernel masks the padded columns, so the model is the same."""
-        settings = self._settings
-        return (
-            _power_of_two(features.continuous.shape[1], settings.min_padded_continuous),
-            _power_of_two(features.categorical.shape[1], settings.min_padded_categorical),
-        )
+        return _padded_widths(features.continuous.shape[1], features.categorical.shape[1], self._settings)
 
     def _padded(self, features: Features, rows: int) -> types.ModelInput:
         continuous, categorical = self._columns(features)
@@ -271,10 +267,7 @@ def warm_up(
     if not sizes:
         return None
     specs = feature_converter(problem).output_specs
-    columns = (
-        _power_of_two(len(specs.continuous), settings.min_padded_continuous),
-        _power_of_two(len(specs.categorical), settings.min_padded_categorical),
-    )
+    columns = _padded_widths(len(specs.continuous), len(specs.categorical), settings)
     signature = (columns, len(problem.metric_information), tuple(sizes), settings)
     if signature in _WARMED:  # an earlier study's warm-up loaded the same functions
         return None
@@ -359,6 +352,14 @@ def _has_new_results(completed: Sequence[vz.Trial], active: Sequence[vz.Trial]) 
     if not active:
         return bool(completed)
     return max(t.completion_time for t in completed) > max(t.creation_time for t in active)
+
+
+def _padded_widths(continuous: int, categorical: int, settings: FastSettings) -> tuple[int, int]:
+    """Feature columns as the GP functions see them (`FastDesigner._columns`)."""
+    return (
+        _power_of_two(continuous, settings.min_padded_continuous),
+        _power_of_two(categorical, settings.min_padded_categorical),
+    )
 
 
 def _power_of_two(n: int, least: int) -> int:
