@@ -176,7 +176,7 @@ def test_help_teaches_groups_and_examples():
 
 
 def test_bad_input_is_one_line_per_problem_without_traceback(tmp_path):
-    run = _spica("router=both", "search_space.router_mode=[random]", "search_space.gpu_budget=0")
+    run = _spica("router=both", "search_space.router_mode=[random]", "search_space.gpu_budget=0", cwd=tmp_path)
     assert run.returncode == 2
     assert "Traceback" not in run.stderr
     assert "search_space.router_mode[0]: 'random' is not one of kv_router, round_robin" in run.stderr
