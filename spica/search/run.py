@@ -23,7 +23,7 @@ from spica.results.outcome import SearchResults
 from spica.search.branches import branches_for
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, workload_params
 from spica.results import writer as results_writer
-from spica.search.pool import WORKER_NICENESS, EvaluationPool, ProcessPool, local_pool
+from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress
 from spica.search.rounds import BranchSearch, RoundLoop, most_pending
 from spica.search.spread import measure_spread
@@ -170,8 +170,7 @@ def _search(
     pool = pool or local_pool(sweep.parallel_evals, sweep.per_round, sweep.max_eval_seconds is not None)  # workers start meanwhile
     writer = None
     try:
-        # it imports beside the search, after the search's own processes in the CPU's queue
-        writer = ProcessPool(1, preload=results_writer.prepare, niceness=WORKER_NICENESS) if write else None
+        writer = ProcessPool(1, preload=results_writer.prepare) if write else None  # it imports beside the search
         winners, predictor_report = _predictor_winners(plan)
         # Studies live in memory for one run: a resume replays them from the journal, asking
         # the same seeded questions and getting every finished answer back without a replay.
