@@ -47,7 +47,7 @@ class ReplayOutcome:
 
     reason is a category: ``timing_model`` (AIS could not time this shape), ``invalid_input``
     (Replay rejected the deployment or workload), ``replay_error`` / ``replay_panic`` (Replay
-    raised / panicked), ``worker_crashed`` (the capped worker died), ``timing_cache`` (a timing
+    raised / panicked), ``worker_crashed`` (the capped worker died or could not start), ``timing_cache`` (a timing
     table could not be written or read, twice: the cache was removed or the disk is full), ``time_cap`` and
     ``no_completed_requests``. `summary` is Replay's summary (also kept for no_samples).
     """
@@ -173,7 +173,10 @@ class _CappedWorker:
     def run(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout_s: float) -> _Result | None:
         """`_execute` in the worker; None when the cap is hit (the worker is then killed)."""
         with self._lock:
-            connection = self._ensure_started()
+            try:
+                connection = self._ensure_started()
+            except (EOFError, OSError) as exc:  # e.g. the forkserver was signalled with the whole job
+                return "failed", {}, "worker_crashed", f"replay worker could not start: {_one_line(exc)}"
             try:
                 connection.send((function, args, kwargs))
                 if not connection.poll(max(0.0, timeout_s)):
@@ -199,10 +202,15 @@ class _CappedWorker:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(list(WORKER_IMPORTS))
         ours, theirs = context.Pipe()
-        self._process = context.Process(target=_serve, args=(theirs,), daemon=True, name="spica-replay")
-        self._process.start()
-        theirs.close()
-        self._connection = ours
+        process = context.Process(target=_serve, args=(theirs,), daemon=True, name="spica-replay")
+        try:
+            process.start()
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._process, self._connection = process, ours  # only a started child is ever joined
         return ours
 
     def _stop(self) -> int | None:

@@ -125,6 +125,32 @@ def test_a_replay_child_killed_under_its_replay_is_replaced_and_the_replay_retri
     assert killed and outcome.status == "ok", outcome.message
 
 
+@pytest.mark.parametrize("failed_starts, status, reason", [(1, "ok", None), (2, "failed", "worker_crashed")])
+def test_a_replay_child_that_cannot_start_costs_a_retry_then_is_a_transient_failure(agg_candidate, monkeypatch, failed_starts, status, reason):
+    """A requeued SLURM job has its forkserver signalled too, so starting the replay child can
+    fail (EOF from the dying forkserver): retried at once, then reported as worker_crashed
+    (measured again on resume), and the next capped replay starts a child as usual."""
+    import multiprocessing.context
+
+    _capped_worker._stop()
+    real, failures = multiprocessing.context.ForkServerProcess._Popen, []
+
+    def dying_forkserver(process):
+        if len(failures) < failed_starts:
+            failures.append(process)
+            raise EOFError("unexpected EOF")
+        return real(process)
+
+    monkeypatch.setattr(multiprocessing.context.ForkServerProcess, "_Popen", staticmethod(dying_forkserver))
+    call = build_replay_call(agg_candidate(), SMALL)
+    outcome = run_replay(call, timeout_s=120.0)
+    assert (outcome.status, outcome.reason) == (status, reason), outcome.message
+    assert len(failures) == failed_starts
+    if reason:
+        assert outcome.message == "replay worker could not start: EOFError: unexpected EOF"
+        assert run_replay(call, timeout_s=120.0).status == "ok"
+
+
 def test_missing_trace_fails_as_invalid_input(agg_candidate, tmp_path: Path):
     outcome = run_replay(build_replay_call(agg_candidate(), WorkloadSpec(kind="trace", trace_path=str(tmp_path / "none.jsonl"))))
     assert (outcome.status, outcome.reason) == ("failed", "invalid_input")
