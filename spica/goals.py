@@ -32,6 +32,7 @@ class Goal:
     sla_constrained: bool = False  # a candidate missing the SLA is infeasible, and ties go to the better goodput
     pareto_objective: bool = True  # may be traded on a Pareto front
     gpus: bool = False  # the value is the candidate's GPUs: known before its replay
+    extensive: bool = False  # the value grows with the deployment's size (k× replicas at k× load: k× the value)
 
 
 def _summary(key: str, per_gpu: bool = False) -> Reader:
@@ -47,16 +48,17 @@ def _summary(key: str, per_gpu: bool = False) -> Reader:
 GOALS: dict[str, Goal] = {
     goal.name: goal
     for goal in (
-        Goal("throughput", True, _summary("output_throughput_tok_s"), "tok/s"),
+        Goal("throughput", True, _summary("output_throughput_tok_s"), "tok/s", extensive=True),
         Goal("throughput_per_gpu", True, _summary("output_throughput_tok_s", per_gpu=True), "tok/s/GPU"),
         Goal("throughput_per_user", True, _summary("mean_output_token_throughput_per_user"), "tok/s/user"),
         Goal("e2e_latency", False, _summary("mean_e2e_latency_ms"), "ms", planner_target="latency"),
         Goal("ttft", False, _summary("mean_ttft_ms"), "ms", planner_target="latency"),
-        Goal("goodput", True, _summary("goodput_output_throughput_tok_s"), "good tok/s", planner_target="sla", needs_sla="goodput"),
+        Goal("goodput", True, _summary("goodput_output_throughput_tok_s"), "good tok/s", planner_target="sla", needs_sla="goodput",
+             extensive=True),
         Goal("goodput_per_gpu", True, _summary("goodput_output_throughput_tok_s", per_gpu=True), "good tok/s/GPU",
              planner_target="sla", needs_sla="goodput"),
         Goal("min_gpus", False, lambda summary, gpus: gpus, "GPUs", planner_target="sla", needs_sla="any",
-             sla_constrained=True, pareto_objective=False, gpus=True),
+             sla_constrained=True, pareto_objective=False, gpus=True, extensive=True),
     )
 }
 PARETO = "pareto"  # not a goal of its own: a front over several goals' values

@@ -10,6 +10,7 @@ from spica.deploy.versions import engine_versions, version_note
 from spica.goals import GOALS
 from spica.results.ledger import Candidate
 from spica.results.outcome import SearchResults
+from spica.search.branches import scale_free
 from spica.search.clocks import idle_shares
 
 UNITS = {name: goal.unit for name, goal in GOALS.items()}
@@ -50,6 +51,12 @@ def _numeric(text: str) -> bool:
     return text.replace(",", "").replace(".", "", 1).lstrip("-").isdigit()
 
 
+SCALE_NOTE = (
+    "The load follows each deployment's KV capacity and requests go round robin, so k× a row's replicas "
+    "(k× its load) scores the same: one replica ratio of each was measured; scale out within gpu_budget."
+)
+
+
 def format_results(config: SmartSearchConfig, results: SearchResults, timings: Mapping[str, float]) -> str:
     objectives = config.goal.objectives
     pareto = config.goal.target == "pareto"
@@ -85,6 +92,7 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
         *([note] if note else []),
         *([SPREAD_NOTE] if any(spread is not None for spread in spreads) else []),
         *([sla_note(config)] if config.goal.sla_constrained else []),
+        *([SCALE_NOTE] if scale_free(config) else []),
         "",
         f"{len(results.ledger)} candidates replayed: {summary}",
         f"wall {wall:,.1f}s; choosing the next candidates took {choosing:,.1f}s, "

@@ -20,7 +20,7 @@ from spica.plan import Plan, compile_plan
 from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results.ledger import Candidate, Journal
 from spica.results.outcome import SearchResults
-from spica.search.branches import branches_for
+from spica.search.branches import branches_for, searched_branch
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, workload_params
 from spica.results import writer as results_writer
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
@@ -175,7 +175,7 @@ def _search(
         # Studies live in memory for one run: a resume replays them from the journal, asking
         # the same seeded questions and getting every finished answer back without a replay.
         searches = []
-        for branch in branches:
+        for branch in (searched_branch(config, branch) for branch in branches):
             knobs = branch_knobs(config, branch.mode, branch.quant_knobs())
             study, has_backend, pool_size = _study_for(plan, branch, knobs, len(branches))
             searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))

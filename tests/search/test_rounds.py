@@ -156,6 +156,7 @@ def test_a_suggestion_is_due_a_round_later_for_each_lower_quartile_cost_it_takes
 
 
 KV_LOAD = {"isl": 512, "osl": 32, "concurrency": None, "kv_load_ratio": 0.3, "num_request_ratio": 1}
+EXTENSIVE = {"target": "throughput"}  # replica counts matter (not scale-free): their loads, and costs, differ
 
 
 class HoldingCostliestPool(HoldingFirstPool):
@@ -175,7 +176,7 @@ class HoldingCostliestPool(HoldingFirstPool):
 
 
 def test_a_rounds_costliest_replay_holds_back_no_ask_before_it_is_due(tmp_path):
-    config = small(workload=KV_LOAD, search_space={"agg_max_num_seqs": [16, 32, 64, 128]},
+    config = small(workload=KV_LOAD, search_space={"agg_max_num_seqs": [16, 32, 64, 128]}, goal=EXTENSIVE,
                    sweep={"max_rounds": 5, "candidates_per_round": 4, "parallel_evals": 4, "designer": "fast"})
     pool = HoldingCostliestPool(config, release_at=3)
     run_smart_search(config, results_dir=tmp_path, pool=pool)
@@ -184,7 +185,7 @@ def test_a_rounds_costliest_replay_holds_back_no_ask_before_it_is_due(tmp_path):
 
 
 def test_with_deferred_replays_the_ledger_is_the_same_whatever_order_they_finish_in(tmp_path):
-    config = small(workload=KV_LOAD, search_space={"agg_max_num_seqs": [16, 32, 64, 128]},
+    config = small(workload=KV_LOAD, search_space={"agg_max_num_seqs": [16, 32, 64, 128]}, goal=EXTENSIVE,
                    sweep={"max_rounds": 5, "candidates_per_round": 4, "parallel_evals": 4, "designer": "fast"})
     runs = [
         run_smart_search(config, results_dir=tmp_path / str(n), pool=LatePool(delays))
