@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
+
+import numpy as np
 
 from spica.config import SmartSearchConfig
 from spica.deploy.settings import DeploySettings
@@ -36,6 +38,7 @@ from spica.study.params import Param
 log = logging.getLogger("spica.search")
 
 GRID_LIMIT = 20000
+POOL_SAMPLE = 8192  # points of a grid too large to list that a model-based study scores
 
 
 def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any]) -> Plan:
@@ -84,12 +87,12 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> 
     sweep = config.sweep
     algorithm = ALGORITHMS[sweep.algorithm]
     listed = algorithm.exhaustive or _grid_size(branch, knobs) <= GRID_LIMIT
-    points = _grid_points(branch, knobs, config, params) if listed else None
+    points = _grid_points(branch, knobs, config, params, None if listed else (POOL_SAMPLE, sweep.seed))
     request = StudyRequest(
         f"spica-{branch.mode}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
         (sweep.per_round, sweep.max_rounds, most_pending(sweep, branches)), sweep.designer,
     )
-    size = len(points or []) if algorithm.exhaustive else len(points) if points and params else None
+    size = len(points or []) if algorithm.exhaustive else len(points) if points and params and listed else None
     return algorithm.build(request), has_backend, size
 
 
@@ -100,24 +103,38 @@ def _grid_size(branch: Branch, knobs: list[Knob]) -> int:
     return size
 
 
-def _grid_points(branch: Branch, knobs: list[Knob], config: SmartSearchConfig, params: list[Param]) -> list[dict[str, Any]]:
-    """Every (config, backend, knob combination) as a point in the study's parameter space."""
+def _grid_points(
+    branch: Branch, knobs: list[Knob], config: SmartSearchConfig, params: list[Param], sample: tuple[int, int] | None = None
+) -> list[dict[str, Any]]:
+    """Every (config, backend, knob combination, KV-load level) as a point in the study's
+    parameter space; with `sample` (size, seed), that many of them drawn at random (a grid too
+    large to list): the study then scores real configs, as it does on a listed grid, not points
+    of its feature space that project onto one and are told its result at features it does not have."""
     names = {param.name for param in params}
-    searched = [knob for knob in knobs if knob.searched]
+    combos = knob_grid([knob for knob in knobs if knob.searched])
     ratio = config.workload.kv_load_ratio
     ratios = [ratio[0] + (ratio[1] - ratio[0]) * step / 4 for step in range(5)] if isinstance(ratio, list) else [None]
+    pairs = [(parallel, backend) for parallel in branch.configs for backend in parallel.backends]
+    per_pair = len(combos) * len(ratios)
+    total = len(pairs) * per_pair
+    if sample is None or sample[0] >= total:
+        indices: Iterable[int] = range(total)
+    else:
+        indices = sorted(int(i) for i in np.random.default_rng(sample[1]).choice(total, sample[0], replace=False))
+    shapes: dict[int, dict[str, Any]] = {}
     points = []
-    for parallel in branch.configs:
-        shape = {name: value for name, value in projection.features(parallel).items() if name in names}
-        for backend in parallel.backends:
-            for combo in knob_grid(searched):
-                for level in ratios:
-                    point = {**shape, **combo}
-                    if "backend" in names:
-                        point["backend"] = backend
-                    if level is not None:
-                        point["kv_load_ratio"] = level
-                    points.append(point)
+    for index in indices:
+        pair, rest = divmod(index, per_pair)
+        combo, level = divmod(rest, len(ratios))
+        parallel, backend = pairs[pair]
+        if id(parallel) not in shapes:
+            shapes[id(parallel)] = {name: value for name, value in projection.features(parallel).items() if name in names}
+        point = {**shapes[id(parallel)], **combos[combo]}
+        if "backend" in names:
+            point["backend"] = backend
+        if ratios[level] is not None:
+            point["kv_load_ratio"] = ratios[level]
+        points.append(point)
     return points
 
 

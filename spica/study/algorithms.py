@@ -28,7 +28,7 @@ class StudyRequest:
     objectives: tuple[Objective, ...]
     seed: int
     fingerprint: str  # the plan's: a study kept anywhere must never be confused with another plan's
-    points: list[Mapping[str, Any]] | None  # every valid point, when the space is small enough to list
+    points: list[Mapping[str, Any]] | None  # every valid point where the space can be listed, else a seeded sample of them
     rounds: tuple[int, int, int]  # (suggestions per ask, asks, suggestions still untold at each later ask) the search plans
     designer: str  # sweep.designer
 
