@@ -10,7 +10,8 @@ Measured on S3 (shared/scenarios/s3_moe_pareto.yaml): agg SGLang TP4 at ratio 0.
 study's trials (3 of S3's seed-11 round 7 repeated scores already measured) and make its replays
 longer; the study searches the fewest-GPU config of each replica ratio (1 agg replica, a
 reduced prefill:decode pair: S3's agg pool 141 → 55 configs, disagg 4,398 → 3,794), and the
-results table says that they scale. S3 over 10 seeds: process 21.9 s from 31.3 s (medians),
+results table says that they scale. S3 over 10 seeds (with the feature-space pool of that
+time): 192k simulated requests per run instead of 238k (medians), process 21.9 s from 31.3 s,
 front hypervolume unchanged (0.90 of the peer's either way, on three peer runs).
 """
 

@@ -38,7 +38,10 @@ from spica.study.params import Param
 log = logging.getLogger("spica.search")
 
 GRID_LIMIT = 20000
-POOL_SAMPLE = 8192  # points of a grid too large to list that a model-based study scores
+POOL_SAMPLE = 8192
+"""Points of a grid too large to list that a model-based study scores. S3 over 10 seeds, front
+hypervolume against the peer's: 0.90 when the study scored 2,048 points of its feature space
+(each projected onto a config), 0.91 with 2,048 grid points, 0.93 with 8,192, 0.93 with 20,000."""
 
 
 def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any]) -> Plan:
