@@ -83,10 +83,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> 
     """The branch's study, whether backend is a dimension, and the finite pool size (if known)."""
     config = plan.config
     has_backend = len(branch.backends) > 1
-    params = [Param(spec.name, spec.kind, spec.choices, spec.low, spec.high) for spec in projection.feature_params(branch)]
-    if has_backend:
-        params.append(Param("backend", "categorical", choices=tuple(branch.backends)))
-    params += knob_params(knobs) + workload_params(config)
+    params = study_params(config, branch, knobs)
     sweep = config.sweep
     algorithm = ALGORITHMS[sweep.algorithm]
     listed = algorithm.exhaustive or _grid_size(branch, knobs) <= GRID_LIMIT
@@ -97,6 +94,15 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> 
     )
     size = len(points or []) if algorithm.exhaustive else len(points) if points and params and listed else None
     return algorithm.build(request), has_backend, size
+
+
+def study_params(config: SmartSearchConfig, branch: Branch, knobs: list[Knob]) -> list[Param]:
+    """The branch study's dimensions: the pool's features, the backend where several serve it,
+    the searched knobs and a ranged KV-load ratio."""
+    params = [Param(spec.name, spec.kind, spec.choices, spec.low, spec.high) for spec in projection.feature_params(branch)]
+    if len(branch.backends) > 1:
+        params.append(Param("backend", "categorical", choices=tuple(branch.backends)))
+    return params + knob_params(knobs) + workload_params(config)
 
 
 def _grid_size(branch: Branch, knobs: list[Knob]) -> int:
@@ -124,15 +130,15 @@ def _grid_points(
         indices: Iterable[int] = range(total)
     else:
         indices = sorted(int(i) for i in np.random.default_rng(sample[1]).choice(total, sample[0], replace=False))
-    shapes: dict[int, dict[str, Any]] = {}
+    shapes: dict[int, dict[str, Any]] = {}  # by pair: each config's features, read once
     points = []
     for index in indices:
         pair, rest = divmod(index, per_pair)
         combo, level = divmod(rest, len(ratios))
         parallel, backend = pairs[pair]
-        if id(parallel) not in shapes:
-            shapes[id(parallel)] = {name: value for name, value in projection.features(parallel).items() if name in names}
-        point = {**shapes[id(parallel)], **combos[combo]}
+        if pair not in shapes:
+            shapes[pair] = {name: value for name, value in projection.features(parallel).items() if name in names}
+        point = {**shapes[pair], **combos[combo]}
         if "backend" in names:
             point["backend"] = backend
         if ratios[level] is not None:

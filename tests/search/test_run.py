@@ -6,10 +6,8 @@ from __future__ import annotations
 import math
 
 from spica.search.branches import branches_for
-from spica.search.dimensions import branch_knobs, knob_params, workload_params
-from spica.search.run import _grid_points
-from spica.space import projection
-from spica.study.params import Param
+from spica.search.dimensions import branch_knobs
+from spica.search.run import _grid_points, study_params
 from tests.search.test_scale_free import config
 
 
@@ -17,9 +15,7 @@ def _disagg():
     cfg = config({"deployment_mode": ["disagg"], "backend": ["vllm", "sglang"], "prefill_max_num_seqs": [1, 2, 4]})
     branch = branches_for(cfg)[0]
     knobs = branch_knobs(cfg, branch.mode, branch.quant_knobs())
-    params = [Param(spec.name, spec.kind, spec.choices, spec.low, spec.high) for spec in projection.feature_params(branch)]
-    params += [Param("backend", "categorical", choices=tuple(branch.backends))] + knob_params(knobs) + workload_params(cfg)
-    return cfg, branch, knobs, params
+    return cfg, branch, knobs, study_params(cfg, branch, knobs)
 
 
 def _key(point):
