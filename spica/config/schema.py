@@ -32,7 +32,7 @@ from spica import backends
 from spica.config import composites, presets
 from spica.quant import QUANT_NAMES, known_modes
 from spica.config.errors import ConfigError, format_validation_error
-from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace
+from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace, warn_if_longer_than
 from spica.goals import GOALS, PARETO, Goal, PlannerTarget
 from spica.study.algorithms import ALGORITHMS, VIZIER_DESIGNERS
 
@@ -698,13 +698,8 @@ class SmartSearchConfig(_Frozen):
             raise ValueError(
                 f"workload: isl + osl = {workload.isl + workload.osl} tokens does not fit search_space.context_length {context}"
             )
-        if context is not None and workload.is_trace_based:
-            trace = check_trace(workload.trace_path)
-            if trace.longest_request_tokens > context:  # real traces hold a few such requests: said, not refused
-                log.warning(
-                    "workload.trace_path: line %d holds a request of %d tokens (input_length + output_length, the trace's "
-                    "longest), longer than search_space.context_length %d: Replay serves such requests, a deployed engine "
-                    "refuses them", trace.longest_request_line, trace.longest_request_tokens, context)
+        if context is not None and workload.is_trace_based:  # null: the model's maximum, said at enumeration
+            warn_if_longer_than(workload.trace_path, context, "search_space.context_length")
         if self.goal.target_constrained and workload.request_rate is not None and self.goal.min_goodput_rps is None:
             raise ValueError(
                 f"goal.min_goodput_rps: required for target {self.goal.target} with request_rate traffic "

@@ -21,6 +21,7 @@ import dataclasses
 import math
 
 from spica.config import ConfigError, SmartSearchConfig
+from spica.config.trace import warn_if_longer_than
 from spica.errors import UserError
 from spica.goals import GOALS
 from spica.planner.policies import is_static
@@ -55,11 +56,17 @@ def space_request(config: SmartSearchConfig) -> SpaceRequest:
 
 
 def branches_for(config: SmartSearchConfig) -> list[Branch]:
-    """Enumerate; a model or system AI Configurator does not know is a config error."""
+    """Enumerate; a model or system AI Configurator does not know is a config error. A trace with
+    requests longer than the model's maximum context (context_length null) is said here, where
+    that maximum is known (a set context_length is checked with the config)."""
     try:
-        return list(enumerate_branches(space_request(config)))
+        branches = list(enumerate_branches(space_request(config)))
     except UserError as exc:
         raise ConfigError(exc.lines) from None
+    workload = config.workload
+    if workload.is_trace_based and config.search_space.context_length is None and branches:
+        warn_if_longer_than(workload.trace_path, branches[0].context_length, "the model's maximum context")
+    return branches
 
 
 def format_branches(branches: list[Branch]) -> str:

@@ -363,7 +363,25 @@ def test_a_trace_request_longer_than_the_set_context_is_said_with_its_line(tmp_p
     config = yaml.safe_load(SPACE.replace("gpu_budget: 4", "gpu_budget: 4, context_length: 4096"))
     SmartSearchConfig.from_mapping({**config, "workload": {"trace_path": str(trace)}})
     assert ("workload.trace_path: line 2 holds a request of 5010 tokens (input_length + output_length, the trace's longest), "
-            "longer than search_space.context_length 4096: Replay serves such requests, a deployed engine refuses them") in config_warnings.text
+            "longer than search_space.context_length 4096: Replay serves such requests, a deployed engine refuses them, and they "
+            "can keep a replay running until sweep.max_eval_seconds") in config_warnings.text
+
+
+def test_a_trace_request_longer_than_the_models_maximum_context_is_said_at_enumeration(tmp_path, config_warnings):
+    """context_length null is the model's maximum (40,960 for Qwen3-32B), known once the space is enumerated."""
+    from spica.config import SmartSearchConfig
+    from spica.search.branches import branches_for
+
+    trace = tmp_path / "t.jsonl"
+    long_row = GOOD_ROW.replace('"timestamp": 0', '"timestamp": 1').replace("600", "50000").replace("[1, 2]", str(list(range(98))))
+    trace.write_text(GOOD_ROW + long_row)
+    config = SmartSearchConfig.from_mapping({**yaml.safe_load(SPACE), "workload": {"trace_path": str(trace)}})
+    assert "holds a request" not in config_warnings.text  # nothing to compare with before the model's maximum is known
+    branches = branches_for(config)
+    assert branches[0].context_length == 40960
+    assert ("workload.trace_path: line 2 holds a request of 50010 tokens (input_length + output_length, the trace's longest), "
+            "longer than the model's maximum context 40960: Replay serves such requests, a deployed engine refuses them, and "
+            "they can keep a replay running until sweep.max_eval_seconds") in config_warnings.text
 
 
 @pytest.mark.parametrize("compiling", [True, False], ids=["compile", "search"])
