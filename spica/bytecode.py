@@ -27,7 +27,9 @@ SEARCH_IMPORTS = (
     "aiconfigurator.sdk.memory", "aiconfigurator.sdk.models", "aiconfigurator.sdk.perf_database", "aiconfigurator.sdk.utils",
     "aiconfigurator.generator.facts.request_resolution",
 )
-WHOLE_PACKAGES = ("hydra", "hydra_plugins", "omegaconf")  # Hydra finds its plugins and configs by scanning
+WHOLE_PACKAGES = ("hydra", "hydra_plugins", "omegaconf", "antlr4")
+"""Hydra finds its plugins and configs by scanning; its override parser's antlr4 imports a
+module inside a function on every command (antlr4.LL1Analyzer), which importing misses."""
 
 
 def compile_search_imports() -> None:

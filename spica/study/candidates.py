@@ -135,6 +135,10 @@ class CandidateSet:
     def _row(self) -> dict[ParameterKey, int]:
         return {key: row for row, key in enumerate(self.keys)}
 
+    def first(self, n: int) -> CandidateSet:
+        """The first n points: a smaller set whose features have the same columns and types."""
+        return CandidateSet(self.names, self.points[:n], self.features.take(range(min(n, len(self)))), self.keys[:n])
+
     def unused_mask(self, used: set[ParameterKey]) -> np.ndarray:
         return np.array([key not in used for key in self.keys], dtype=bool)
 

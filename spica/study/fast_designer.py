@@ -274,12 +274,13 @@ def warm_up(
     _WARMED.add(signature)
 
     loading = replace(settings, ard_max_iterations=1)  # each function called once is enough: fitting made-up results is not
+    block = candidates.first(_BLOCK * _CHUNK) if candidates is not None else None  # so is scoring one block of the pool
 
     def trace() -> None:
         try:
             for completed, active in sizes.values():
-                trials = _made_up_trials(problem, candidates, completed, active)
-                designer = FastDesigner(problem, candidates, seed=seed, salt=2**31 + completed, settings=loading)
+                trials = _made_up_trials(problem, block, completed, active)
+                designer = FastDesigner(problem, block, seed=seed, salt=2**31 + completed, settings=loading)
                 designer.update(vza.CompletedTrials(trials[:completed]), vza.ActiveTrials(trials[completed:]))
                 designer.suggest(batch)
         except Exception:  # noqa: BLE001 - only a speed-up: the real ask traces and reports errors itself

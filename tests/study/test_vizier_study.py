@@ -37,10 +37,10 @@ def throughput(p):
     return {"throughput": p["tp"] * p["replicas"] * (1.2 if p["backend"] == "trtllm" else 1.0) + p["max_num_seqs"] / 1024}
 
 
-def study(tmp_path, **overrides):
+def study(tmp_path, params=PARAMS, **overrides):
     kwargs = dict(seed=7, storage_dir=tmp_path, fingerprint="plan1", candidates=POOL)
     kwargs.update(overrides)
-    return VizierStudy("branch-agg", PARAMS, THROUGHPUT, **kwargs)
+    return VizierStudy("branch-agg", params, THROUGHPUT, **kwargs)
 
 
 def run_rounds(s, rounds, per_round=2):
@@ -82,6 +82,21 @@ def test_the_warm_up_loads_every_function_the_model_based_asks_call(tmp_path, mo
     loaded = set(exported._LOADED)
     run_rounds(warmed, 3)
     assert loaded and set(exported._LOADED) == loaded  # the asks found every (function, shape) ready
+
+
+def test_the_warm_up_scores_one_block_of_a_larger_pool_and_still_loads_every_function(tmp_path, monkeypatch):
+    """The real asks score every block of the pool; the warm-up, only the first (same shape)."""
+    exported._LOADED.clear()
+    monkeypatch.setattr(fast_designer, "_WARMED", set())
+    ratios = [0.05 + 0.75 * step / 24 for step in range(25)]
+    pool = [{**point, "kv_load_ratio": ratio} for point in POOL for ratio in ratios]
+    assert len(pool) > fast_designer._BLOCK * fast_designer._CHUNK
+    params = PARAMS + [Param("kv_load_ratio", "double", low=0.05, high=0.8)]
+    warmed = study(tmp_path, rounds=(2, 3, 0), candidates=pool, params=params)
+    warmed._warming.result()
+    loaded = set(exported._LOADED)
+    run_rounds(warmed, 3)
+    assert loaded and set(exported._LOADED) == loaded
 
 
 def test_no_garbage_collection_runs_while_a_warm_up_does(tmp_path, monkeypatch):
