@@ -146,9 +146,9 @@ def test_a_branch_replays_its_next_round_while_one_replay_is_slow(tmp_path):
     assert pool.released_by == "submission 3"  # round 2 went out while round 1's first replay was held
 
 
-def test_a_suggestion_is_due_a_round_later_for_each_lower_quartile_cost_it_takes_beyond_the_first():
-    glm5_round = [6090, 99010, 51340, 1290, 26120, 2510, 9470, 9020]  # requests, upstream's GLM-5 study; lower quartile 2510
-    assert later_rounds(glm5_round) == [1, LATEST_DUE - 2, LATEST_DUE - 2, 0, LATEST_DUE - 2, 0, 3, 3]  # 99010: 39 units, capped
+def test_a_suggestion_is_due_a_round_later_for_each_cheapest_cost_it_takes_beyond_the_first():
+    glm5_round = [6090, 99010, 51340, 1290, 26120, 2510, 9470, 9020]  # requests, upstream's GLM-5 study; cheapest 1290
+    assert later_rounds(glm5_round) == [4, LATEST_DUE - 2, LATEST_DUE - 2, 0, LATEST_DUE - 2, 1, LATEST_DUE - 2, LATEST_DUE - 2]  # 99010: 77 units, capped
     assert later_rounds([128, 128, 128, 128]) == [0, 0, 0, 0]  # one fixed load: nothing is costlier
     assert later_rounds([10, 10, 10, 50]) == [0, 0, 0, 4]
     assert later_rounds([10, 10, 14, 15]) == [0, 0, 0, 1]  # 1.5 units rounds up
