@@ -96,6 +96,17 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> 
     return algorithm.build(request), has_backend, size
 
 
+def open_searches(plan: Plan, branches: list[Branch]) -> list[BranchSearch]:
+    """Each branch's study, opened (a model-based study starts its designer's warm-up)."""
+    config = plan.config
+    searches = []
+    for branch in (searched_branch(config, branch) for branch in branches):
+        knobs = branch_knobs(config, branch.mode, branch.quant_knobs())
+        study, has_backend, pool_size = _study_for(plan, branch, knobs, len(branches))
+        searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
+    return searches
+
+
 def study_params(config: SmartSearchConfig, branch: Branch, knobs: list[Knob]) -> list[Param]:
     """The branch study's dimensions: the pool's features, the backend where several serve it,
     the searched knobs and a ranged KV-load ratio."""
@@ -200,11 +211,7 @@ def _search(
         winners, predictor_report = _predictor_winners(plan)
         # Studies live in memory for one run: a resume replays them from the journal, asking
         # the same seeded questions and getting every finished answer back without a replay.
-        searches = []
-        for branch in (searched_branch(config, branch) for branch in branches):
-            knobs = branch_knobs(config, branch.mode, branch.quant_knobs())
-            study, has_backend, pool_size = _study_for(plan, branch, knobs, len(branches))
-            searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
+        searches = open_searches(plan, branches)
         budget = sweep.max_rounds * sweep.per_round
         exhaustive = ALGORITHMS[sweep.algorithm].exhaustive
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)

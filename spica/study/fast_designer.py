@@ -301,6 +301,11 @@ _WARM_UPS = ThreadPoolExecutor(1, thread_name_prefix="spica-designer-warm-up")
 ask waits for its own warm-up only, not for one sharing the cores with the next study's."""
 
 
+def wait_for_warm_ups() -> None:
+    """Returns once every warm-up queued so far has ended (they run one at a time, in order)."""
+    _WARM_UPS.submit(lambda: None).result()
+
+
 class _CollectionPause:
     """Automatic garbage collection is off while any warm-up runs. JAX hooks XLA's own
     collection into every pass (gc.callbacks), and a pass set off by another thread's
