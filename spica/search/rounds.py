@@ -40,8 +40,9 @@ search beside it: one replay at the cap) leaves 11.2 % idle where lower quartile
 lower-quartile run's on a common reference (25 points, was 24). Its asks know less (of the
 results asked two or more rounds before, 65 % instead of 77 % are told by the ask, in the
 simulation) and it chose costlier loads again (16,883 s of replays against 11,881 s, wall 2,226 s
-against 1,621 s); one seed each does not tell that apart from the search's own spread
-(11.9k-16.9k s of replays over the runs above).
+against 1,621 s, 7 replays at the cap against 4); one seed each does not tell that apart from
+the search's own spread: the lower-quartile rule gave 11.9k and 7.3k s of replays in two runs
+whose paths parted at one replay that reached the cap in one of them.
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
 round: a round's own suggestions in ask order, then its followers), one at a time, and a branch
