@@ -274,7 +274,9 @@ def warm_up(
     _WARMED.add(signature)
 
     loading = replace(settings, ard_max_iterations=1)  # each function called once is enough: fitting made-up results is not
-    block = candidates.first(_BLOCK * _CHUNK) if candidates is not None else None  # so is scoring one block of the pool
+    # so is scoring one block of the pool, with room for the made-up trials and a batch
+    most = max(completed + active for completed, active in sizes.values()) + batch
+    block = candidates.first(max(_BLOCK * _CHUNK, most)) if candidates is not None else None
 
     def trace() -> None:
         try:
