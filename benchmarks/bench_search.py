@@ -169,23 +169,7 @@ def main() -> None:
             if folder and folder.exists():  # a search there would resume its evaluations, not measure them
                 parser.error(f"--keep: {folder} exists; a search in it would reuse its results, not measure them")
         runs = [measure_in_new_process(name, folder, random_seed=seed) for folder, seed in zip(kept, seeds)]
-        entry: dict = {"runs": runs, "grid_candidates": grid_size(base), "target": str(base.goal.target)}
-        for key in ("process_wall_seconds", "startup_seconds", "wall_seconds", "replay_seconds", "idle_worker_seconds",
-                    "idle_worker_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",
-                    "optimizer_total_share", "unique_replays", "failed", "cache_hits"):
-            entry[f"median_{key}"] = statistics.median(run[key] for run in runs)
-        entry["max_optimizer_share"] = max(run["optimizer_share"] for run in runs)
-        entry["median_idle_worker_share_by_phase"] = {
-            phase: statistics.median(run["idle_worker_share_by_phase"][phase] for run in runs) for phase in runs[0]["idle_worker_share_by_phase"]
-        }
-        if base.goal.target == "pareto":
-            fronts = [run["front"] for run in runs]
-            every = [point for front in fronts for point in front]
-            reference = [min(p[0] for p in every) * 0.9, min(p[1] for p in every) * 0.9] if every else [0.0, 0.0]
-            entry["hypervolume_reference"] = reference
-            entry["median_hypervolume"] = statistics.median(hypervolume_2d(front, reference) for front in fronts)
-        else:
-            entry["median_best_score"] = statistics.median(run["best_score"] for run in runs if run["best_score"] is not None)
+        entry = summary(base, runs)
         if name in args.grid and entry["grid_candidates"] <= GRID_REPLAY_LIMIT:
             grid = measure_in_new_process(name, algorithm="grid", max_rounds=10_000)
             entry["grid"] = grid
@@ -198,6 +182,28 @@ def main() -> None:
             entry["fraction_of_grid_replays"] = statistics.median(run["unique_replays"] / grid["unique_replays"] for run in runs)
         print(_line(name, entry), flush=True)
         _merge_into(REPO / "benchmarks" / "results" / "search.json", name, entry)
+
+
+def summary(base: SmartSearchConfig, runs: list[dict]) -> dict:
+    """A scenario's entry in results/search.json: its runs, and medians over them."""
+    entry: dict = {"runs": runs, "grid_candidates": grid_size(base), "target": str(base.goal.target)}
+    for key in ("process_wall_seconds", "startup_seconds", "wall_seconds", "replay_seconds", "idle_worker_seconds",
+                "idle_worker_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",
+                "optimizer_total_share", "unique_replays", "failed", "cache_hits"):
+        entry[f"median_{key}"] = statistics.median(run[key] for run in runs)
+    entry["max_optimizer_share"] = max(run["optimizer_share"] for run in runs)
+    entry["median_idle_worker_share_by_phase"] = {
+        phase: statistics.median(run["idle_worker_share_by_phase"][phase] for run in runs) for phase in runs[0]["idle_worker_share_by_phase"]
+    }
+    if base.goal.target == "pareto":
+        fronts = [run["front"] for run in runs]
+        every = [point for front in fronts for point in front]
+        reference = [min(p[0] for p in every) * 0.9, min(p[1] for p in every) * 0.9] if every else [0.0, 0.0]
+        entry["hypervolume_reference"] = reference
+        entry["median_hypervolume"] = statistics.median(hypervolume_2d(front, reference) for front in fronts)
+    else:
+        entry["median_best_score"] = statistics.median(run["best_score"] for run in runs if run["best_score"] is not None)
+    return entry
 
 
 def _merge_into(out: Path, name: str, entry: dict) -> None:
