@@ -37,7 +37,8 @@ in the round's cheapest cost, the simulation on the rounds of such a run (one sl
 search beside it: one replay at the cap) leaves 11.2 % idle where lower quartiles leave 21.0 %
 (wall 918 s against 987 s), and no more on the two older runs' rounds (0.8 % against 2.2 %,
 0.2 % against 0.2 %); the real run: 4.8 % idle, front hypervolume 1.00 of the
-lower-quartile run's on a common reference (25 points, was 24). Its asks know less (of the
+lower-quartile run's on a common reference (25 points, was 24); with seed 2, 7.9 % idle, of it
+1.7 % waiting and 5.0 % while the last replays finished (four of 210-360 s from the next-to-last round). Its asks know less (of the
 results asked two or more rounds before, 65 % instead of 77 % are told by the ask, in the
 simulation) and it chose costlier loads again (16,883 s of replays against 11,881 s, wall 2,226 s
 against 1,621 s, 7 replays at the cap against 4); one seed each does not tell that apart from
