@@ -41,9 +41,10 @@ run's on a common reference (25 points, was 24); with seed 2, 7.9 % idle, of it 
 and 5.0 % while the last replays finished (four of 210-360 s from the next-to-last round). Its
 asks know less (of the results asked two or more rounds before, 65 % instead of 77 % are told by
 the ask, in the simulation) and it chose costlier loads again (16,883 s of replays against
-11,881 s, wall 2,226 s against 1,621 s, 7 replays at the cap against 4); one seed each does not
-tell that apart from the search's own spread: the lower-quartile rule gave 11.9k and 7.3k s of
-replays in two runs whose paths parted at one replay that reached the cap in one of them.
+11,881 s, wall 2,226 s against 1,621 s, 7 replays at the cap against 4), but not with seed 2
+(10,031 s of replays, wall 1,376 s): the search's own spread is that large: the lower-quartile
+rule gave 11.9k and 7.3k s of replays in two runs whose paths parted at one replay that reached
+the cap in one of them.
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
 round: a round's own suggestions in ask order, then its followers), one at a time, and a branch
