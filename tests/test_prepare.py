@@ -1,4 +1,4 @@
-"""spica/search/prepare.py: what bin/setup exports is what the embedded default search would
+"""spica/prepare.py: what bin/setup exports is what the embedded default search would
 otherwise export during its first run."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e  # two processes that import the whole stack (~15 s)
 
 
@@ -28,7 +28,7 @@ def test_the_default_search_exports_nothing_after_setup_exported_its_functions(t
         if entry.name != "jax":
             (cache / entry.name).symlink_to(entry)
 
-    _run(["-m", "spica.search.prepare"], cache, REPO)
+    _run(["-m", "spica.prepare"], cache, REPO)
     exported = sorted(path.name for path in (cache / "jax" / "export").glob("*.xla"))
     assert {name.split("-")[0] for name in exported} == {"_constraint_bounds", "_batched_loss_and_grad", "_acquisition_scores"}
 

@@ -1,4 +1,5 @@
-"""The embedded default search's GP functions, exported at setup (bin/setup runs this module).
+"""The embedded default search's GP functions, exported at setup (bin/setup runs this module,
+after spica/bytecode.py; like it, a setup step beside the app, not part of the search package).
 
 A model-based study's GP functions are traced and compiled once per machine and kept in Spica's
 cache (spica/study/exported.py). Without this step the first search on a machine does that
