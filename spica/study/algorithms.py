@@ -49,6 +49,11 @@ _PINNED = (Param("pinned", "categorical", choices=("only",)),)  # a Vizier study
 
 
 def _vizier(request: StudyRequest) -> Study:
+    from spica.study import exported
+
+    # the GP executables a study like this one used last (the fast designer's) load while Vizier
+    # imports; the name leaves out the seed and the plan, which do not change their shapes
+    exported.preload(repr((request.designer, request.params, request.objectives, request.rounds)))
     from spica.study.vizier_study import VizierStudy
 
     return VizierStudy(

@@ -26,10 +26,8 @@ rule) and changes how they are run:
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Hashable, Sequence
@@ -288,9 +286,9 @@ def warm_up(
         except Exception:  # noqa: BLE001 - only a speed-up: the real ask traces and reports errors itself
             log.debug("designer warm-up failed", exc_info=True)
         finally:
-            _COLLECTION_PAUSE.leave()
+            exported.collection_pause.leave()
 
-    _COLLECTION_PAUSE.enter()
+    exported.collection_pause.enter()
     return _WARM_UPS.submit(trace)
 
 
@@ -308,34 +306,6 @@ def wait_for_warm_ups() -> None:
     _WARM_UPS.submit(lambda: None).result()
 
 
-class _CollectionPause:
-    """Automatic garbage collection is off while any warm-up runs. JAX hooks XLA's own
-    collection into every pass (gc.callbacks), and a pass set off by another thread's
-    allocations while a warm-up ran XLA with the GIL released once deadlocked a search: the
-    collecting thread waited for an XLA lock with the GIL held, the XLA thread holding that lock
-    waited for the GIL. The warm-ups start as the studies open, beside the allocations of the
-    next study's, so the pass is not left to chance."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._running = 0
-        self._was_enabled = False
-
-    def enter(self) -> None:
-        with self._lock:
-            if not self._running:
-                self._was_enabled = gc.isenabled()
-                gc.disable()
-            self._running += 1
-
-    def leave(self) -> None:
-        with self._lock:
-            self._running -= 1
-            if not self._running and self._was_enabled:
-                gc.enable()
-
-
-_COLLECTION_PAUSE = _CollectionPause()
 
 
 def _made_up_trials(problem: vz.ProblemStatement, candidates: CandidateSet | None, completed: int, active: int) -> list[vz.Trial]:

@@ -34,9 +34,9 @@ print(json.dumps([np.asarray(via_cache[0]).tolist(), np.asarray(in_place[0]).tol
 """
 
 
-def run(cache: Path) -> tuple[list[float], list[float]]:
+def run(cache: Path, script: str = SCRIPT) -> tuple[list[float], list[float]]:
     env = {**os.environ, "SPICA_CACHE_DIR": str(cache)}
-    out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, check=True)
     via_cache, in_place = json.loads(out.stdout.strip().splitlines()[-1])
     return via_cache, in_place
 
@@ -49,6 +49,27 @@ def test_first_process_exports_later_ones_load_and_the_numbers_match(tmp_path):
     second, _ = run(tmp_path)
     assert [path.stat().st_mtime_ns for path in saved] == stamps  # loaded, not exported or compiled again
     assert first == expected and second == expected
+
+
+# SCRIPT after a preload of the name "a small GP loss": once the background reads end, the files
+# they read are deleted, so a call that did not use what was read would compile the function again.
+PRELOADING = """
+from spica.study import exported
+exported.preload("a small GP loss")
+exported._PRELOADS.submit(lambda: None).result()
+for path in exported._PRELOADED:
+    path.unlink()
+""" + SCRIPT
+
+
+def test_what_the_last_process_of_a_name_used_is_read_in_the_background_and_used(tmp_path):
+    first, expected = run(tmp_path, PRELOADING)  # nothing remembered yet: exports, and remembers
+    (executable,) = (tmp_path / "jax" / "export").glob("_batched_loss_and_grad-*.xla")
+    (remembered,) = (tmp_path / "jax" / "export" / "used").glob("*.txt")
+    assert remembered.read_text().split() == [executable.name]
+    second, _ = run(tmp_path, PRELOADING)
+    assert first == second == expected
+    assert not executable.exists()  # read before the call, deleted, and not compiled again
 
 
 def test_an_unreadable_executable_is_compiled_again(tmp_path):
