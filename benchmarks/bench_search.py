@@ -224,8 +224,8 @@ def _line(name: str, entry: dict) -> str:
         + ", ".join(f"{phase} {share * 100:.1f}%" for phase, share in entry["median_idle_worker_share_by_phase"].items()) + ")",
         f"optimizer {entry['median_optimizer_share'] * 100:.1f}% exposed (at most {entry['max_optimizer_share'] * 100:.1f}%) "
         f"({entry['median_optimizer_total_share'] * 100:.1f}% in all)",
-        f"unique replays {entry['median_unique_replays']} ({entry['median_failed']} failed)",
-        f"cache hits {entry['median_cache_hits']}",
+        f"unique replays {entry['median_unique_replays']:g} ({entry['median_failed']:g} failed)",  # medians: x.5 over an even count
+        f"cache hits {entry['median_cache_hits']:g}",
     ]
     if "median_best_score" in entry:
         parts.append(f"best {entry['median_best_score']:.1f}")

@@ -17,34 +17,8 @@ before it runs, and on a KV-relative load they span two orders of magnitude with
 (GLM-5: 1.3k–99k). Due with the rest, the slowest one held back the tells behind it, and so the
 next ask, while the other workers ran dry; due by its cost, it comes in about when the rounds
 asked meanwhile have kept the other workers busy. A pool smaller than its rounds has their other
-replays to go on with: on S3 (2 workers, rounds of 4, 0.7 % idle) deferring only gave its asks
-less to know (front hypervolume 1.06 of the peer's instead of 1.10, median of 6 seeds). Each
-round's replays are handed to the pool costliest first, so that they do not start last.
-Measured on the GLM-5 study's first 160 samples (seed 1, benchmarks/bench_search.py): idle
-workers 23.4 % (nothing deferred) → 14.6 % (a round's costliest third, where above its median,
-due two rounds later) → 6.6 % (by cost in medians; wall 1,832 → 2,176 s for 12,480 → 16,156 s
-of replays: its asks chose costlier loads), front hypervolume 1.02 of the one before on a common
-reference (39 points, was 29). In medians, later rounds that held many costly loads at once
-deferred little (half of a round is above its median at most); counting in lower quartiles,
-an event simulation of the loop on that run's own rounds (their costs and replay times, 8 workers
-sharing 2 cores, 8 s asks) leaves 0.2 % of worker time idle where medians leave 6.8 % (the run
-measured 6.6 %), and 5.0 % against 13.3 % with the rounds shuffled (median of 15 orders). The
-real run, in lower quartiles: 3.2 % idle, wall 2,070 s for 15,967 s of replays, front
-hypervolume 1.004 of the median rule's on a common reference (41 points). The pool scored since
-(scale-free features, a sampled grid) picks costlier loads (up to 160k requests, replays up to
-the 600 s cap): lower quartiles then left 7.7 % idle (5.3 % waiting for a due result). Counting
-in the round's cheapest cost, the simulation on the rounds of such a run (one slowed by another
-search beside it: one replay at the cap) leaves 11.2 % idle where lower quartiles leave 21.0 %
-(wall 918 s against 987 s), and no more on the two older runs' rounds (0.8 % against 2.2 %,
-0.2 % against 0.2 %); the real run: 4.8 % idle, front hypervolume 1.00 of the lower-quartile
-run's on a common reference (25 points, was 24); with seed 2, 7.9 % idle, of it 1.7 % waiting
-and 5.0 % while the last replays finished (four of 210-360 s from the next-to-last round). Its
-asks know less (of the results asked two or more rounds before, 65 % instead of 77 % are told by
-the ask, in the simulation) and it chose costlier loads again (16,883 s of replays against
-11,881 s, wall 2,226 s against 1,621 s, 7 replays at the cap against 4), but not with seed 2
-(10,031 s of replays, wall 1,376 s): the search's own spread is that large: the lower-quartile
-rule gave 11.9k and 7.3k s of replays in two runs whose paths parted at one replay that reached
-the cap in one of them.
+replays to go on with, and deferring there only gives its asks less to know. Each round's
+replays are handed to the pool costliest first, so that they do not start last.
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
 round: a round's own suggestions in ask order, then its followers), one at a time, and a branch
@@ -53,15 +27,8 @@ results due by it — a fact of the candidates, not of which replay came back fi
 finishes early waits, measured and journaled, for the ones due before it). The ledger comes out
 in (round, branch, ask) order, so a seeded run gives the same ledger every time.
 
-Why one round, measured on S3 (2 workers, 4 per round, medians of 5 seeds,
-benchmarks/bench_search.py, two sessions): the barrier (due the next ask) left 14.9 % and 23.7 %
-of worker time idle; asking once only as many as there are workers remain untold (2) still left
-5–30 % idle per run, since a slow early replay holds back the tells behind it and the pool
-runs dry during the GP's ask; one round left 2.6 % and 1.5 % idle (exposed optimizer 1.8 % and
-0.1 % of wall, from 6.7 % and 12.2 %) with a front at least as good. Waiting for the first
-round before asking ahead (so that the second round is not quasi-random too) left 10.8 %.
-Sample efficiency holds: S1 reaches 99.5 % of its grid optimum with 16 of 5,382 replays
-(median of 5 seeds), as with the barrier.
+The measurements behind one round ahead and the due rule (idle workers, front hypervolume, on S3
+and the GLM-5 study): docs/search.md, "Why step 5 runs this way".
 """
 
 from __future__ import annotations
