@@ -364,11 +364,13 @@ def _leave(code: int) -> NoReturn:
     time (~1 s of an S1 search) — or, with a JAX thread still running, aborted the process
     (exit -6) instead of exiting with the code. What finalization would have removed and a
     search leaves behind is removed here: the evaluation workers' forkserver (idle, its pool
-    closed; left to itself it ends only after its own finalization, ~0.1 s after this process)
-    and multiprocessing's temporary folder (the forkserver's socket, `/tmp/pymp-*`)."""
+    closed; left to itself it ends only after its own finalization, ~0.1 s after this process),
+    multiprocessing's resource tracker (it ends when this process's end of its pipe closes, so
+    it would end after this process) and multiprocessing's temporary folder (the forkserver's
+    socket, `/tmp/pymp-*`)."""
     logging.shutdown()
     if "multiprocessing" in sys.modules:
-        from multiprocessing import forkserver, util
+        from multiprocessing import forkserver, resource_tracker, util
 
         server = getattr(forkserver, "_forkserver", None)
         pid = getattr(server, "_forkserver_pid", None)  # the module's one forkserver, if it was started
@@ -376,6 +378,9 @@ def _leave(code: int) -> NoReturn:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+        tracker = getattr(resource_tracker, "_resource_tracker", None)  # the module's one tracker
+        with contextlib.suppress(Exception):
+            tracker._stop()  # closes its pipe and waits for it to end
         shutil.rmtree(util.get_temp_dir(), ignore_errors=True)
     sys.stdout.flush()
     sys.stderr.flush()
