@@ -2,7 +2,8 @@
 
 Prints per scenario (medians over seeds): process wall and start-up (launch to the first replay
 handed out), search wall, replay seconds, idle worker seconds (workers without a replay while
-evaluations remained, split by what the search was doing: spica/search/clocks.py), optimizer
+evaluations remained, split by what the search was doing: spica/search/clocks.py), idle cores
+(the same for the cores those workers share, where there are fewer: GLM-5's 8 on 2), optimizer
 seconds exposed and in all, unique replays, cache hits, best score (or the front's
 hypervolume), and — where the exhaustive grid is small enough to run — the fraction of the grid
 optimum reached and the fraction of the grid's replays spent (median over seeds).
@@ -44,7 +45,7 @@ from spica.evaluation import score
 from spica.evaluation.score import hypervolume_2d
 from spica.search import run_smart_search
 from spica.search.branches import branches_for
-from spica.search.clocks import idle_shares
+from spica.search.clocks import idle_core_share, idle_shares
 from spica.search.dimensions import branch_knobs
 from spica.search.run import _grid_size
 
@@ -123,6 +124,8 @@ def measure(config: SmartSearchConfig, keep: Path | None = None) -> dict:
         "idle_worker_seconds": round(idle, 2),  # workers without a replay while evaluations remained
         "idle_worker_share": round(idle / (workers * window), 4) if window else 0.0,
         "idle_worker_share_by_phase": {phase: round(share, 4) for phase, share in (idle_shares(timings) or dict.fromkeys(timings["idle_worker_seconds"], 0.0)).items()},
+        "cores": min(workers, timings["cores"]),
+        "idle_core_share": round(idle_core_share(timings) or 0.0, 4),  # of those cores, in the same window
         "optimizer_seconds": round(timings["optimizer_seconds"], 2),
         "optimizer_exposed_seconds": round(timings["optimizer_exposed_seconds"], 2),
         "optimizer_share": round(timings["optimizer_exposed_seconds"] / timings["wall_seconds"], 4),
@@ -188,7 +191,7 @@ def summary(base: SmartSearchConfig, runs: list[dict]) -> dict:
     """A scenario's entry in results/search.json: its runs, and medians over them."""
     entry: dict = {"runs": runs, "grid_candidates": grid_size(base), "target": str(base.goal.target)}
     for key in ("process_wall_seconds", "startup_seconds", "wall_seconds", "replay_seconds", "idle_worker_seconds",
-                "idle_worker_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",
+                "idle_worker_share", "idle_core_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",
                 "optimizer_total_share", "unique_replays", "failed", "cache_hits"):
         entry[f"median_{key}"] = statistics.median(run[key] for run in runs)
     entry["max_optimizer_share"] = max(run["optimizer_share"] for run in runs)
@@ -222,6 +225,7 @@ def _line(name: str, entry: dict) -> str:
         f"replays {entry['median_replay_seconds']:.1f}s",
         f"idle workers {entry['median_idle_worker_seconds']:.1f}s ({entry['median_idle_worker_share'] * 100:.1f}%: "
         + ", ".join(f"{phase} {share * 100:.1f}%" for phase, share in entry["median_idle_worker_share_by_phase"].items()) + ")",
+        f"idle cores {entry['median_idle_core_share'] * 100:.1f}% (of {entry['runs'][0]['cores']})",
         f"optimizer {entry['median_optimizer_share'] * 100:.1f}% exposed (at most {entry['max_optimizer_share'] * 100:.1f}%) "
         f"({entry['median_optimizer_total_share'] * 100:.1f}% in all)",
         f"unique replays {entry['median_unique_replays']:g} ({entry['median_failed']:g} failed)",  # medians: x.5 over an even count

@@ -11,7 +11,7 @@ from spica.goals import GOALS
 from spica.results.ledger import Candidate
 from spica.results.outcome import SearchResults
 from spica.search.branches import scale_free
-from spica.search.clocks import idle_shares
+from spica.search.clocks import idle_core_share, idle_shares
 
 UNITS = {name: goal.unit for name, goal in GOALS.items()}
 TOP_N = 10
@@ -109,10 +109,14 @@ def idle_line(timings: Mapping[str, Any]) -> str | None:
     if shares is None:
         return None
     share = {phase: value * 100 for phase, value in shares.items()}
-    return (
+    line = (
         f"{timings['workers']} workers, idle {sum(share.values()):.1f}% of their time: {share['asking']:.1f}% while choosing, "
         f"{share['waiting']:.1f}% waiting for results due before the next ask, {share['finishing']:.1f}% after the last ask"
     )
+    cores = idle_core_share(timings)
+    if cores is not None and timings["cores"] < timings["workers"]:  # more workers than cores: the cores are the machine's loss
+        line += f"; the {timings['cores']} cores they share, {cores * 100:.1f}%"
+    return line
 
 
 def nothing_feasible(ledger: Sequence[Candidate]) -> str:

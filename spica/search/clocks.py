@@ -4,6 +4,7 @@ benchmarks/bench_search.py reports them per scenario."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import Future
@@ -49,11 +50,17 @@ left and the last replays were running (finishing)."""
 class WorkerClock:
     """Worker-seconds without a replay, from the first replay handed out to the last one back,
     by IDLE_PHASES. A worker is busy while it holds a replay: of the replays handed out and not
-    yet back, as many as there are workers run, the rest wait in the pool's queue."""
+    yet back, as many as there are workers run, the rest wait in the pool's queue.
 
-    def __init__(self, workers: int, now: Callable[[], float] = time.monotonic) -> None:
+    Also the CPU cores' seconds without a replay (`idle_cores`): a pool of more workers than the
+    machine has cores (upstream's GLM-5 study: 8 on a 2-core machine) keeps every core busy
+    while two of its workers still replay, so its idle workers overstate what the machine lost."""
+
+    def __init__(self, workers: int, now: Callable[[], float] = time.monotonic, cores: int | None = None) -> None:
         self.workers = workers
+        self.cores = cores or len(os.sched_getaffinity(0))
         self.idle = dict.fromkeys(IDLE_PHASES, 0.0)
+        self.idle_cores = 0.0
         self._now = now
         self._lock = threading.Lock()
         self._out = 0
@@ -91,6 +98,7 @@ class WorkerClock:
             return
         now = self._now()
         self.idle[self._phase] += max(0, self.workers - self._out) * (now - self._since)
+        self.idle_cores += max(0, min(self.workers, self.cores) - self._out) * (now - self._since)
         self._since = now
 
 
@@ -103,3 +111,13 @@ def idle_shares(timings: Mapping[str, Any]) -> dict[str, float] | None:
         return None
     capacity = workers * (last - first)
     return {phase: seconds / capacity for phase, seconds in idle.items()}
+
+
+def idle_core_share(timings: Mapping[str, Any]) -> float | None:
+    """The share of the cores' time (those the workers could use) without a replay, in the same
+    window; None where idle_shares is None."""
+    cores = min(timings.get("workers", 1), timings.get("cores") or 0)
+    first, last = timings.get("first_evaluation_at"), timings.get("evaluations_done_at")
+    if idle_shares(timings) is None or not cores or timings.get("idle_core_seconds") is None:
+        return None
+    return timings["idle_core_seconds"] / (cores * (last - first))

@@ -239,6 +239,8 @@ def _search(
         "evaluations_done_at": loop.finished_at,  # ... and when the last one came back (before the spread replays)
         "workers": loop.idle.workers,
         "idle_worker_seconds": dict(loop.idle.idle),  # in that window, by what the search was doing (spica/search/clocks.py)
+        "cores": loop.idle.cores,
+        "idle_core_seconds": loop.idle.idle_cores,  # in that window, the cores' (at most one per worker)
     }
     results = SearchResults(best, ledger, tallies, folder if write else None, plan)
     written = None

@@ -17,6 +17,16 @@ def test_idle_workers_are_shares_of_the_workers_time_by_phase():
     )
 
 
+def test_a_pool_of_more_workers_than_cores_also_says_how_long_its_cores_went_idle():
+    timings = {
+        "workers": 8, "first_evaluation_at": 100.0, "evaluations_done_at": 200.0,
+        "idle_worker_seconds": {"asking": 8.0, "waiting": 40.0, "finishing": 80.0},
+        "cores": 2, "idle_core_seconds": 3.0,  # of 200 core-seconds
+    }
+    assert idle_line(timings).endswith("10.0% after the last ask; the 2 cores they share, 1.5%")
+    assert idle_line(timings | {"cores": 8}).endswith("10.0% after the last ask")  # a core per worker: the same figure
+
+
 def test_a_search_in_one_process_has_no_idle_line():
     assert idle_line({"workers": 1, "first_evaluation_at": 1.0, "evaluations_done_at": 2.0, "idle_worker_seconds": {"asking": 0.5}}) is None
     assert idle_line({"wall_seconds": 3.0}) is None  # a summary written before workers were counted

@@ -44,9 +44,9 @@ class Ticks:
         return self.now
 
 
-def test_idle_workers_are_counted_by_what_the_search_was_doing():
+def test_idle_workers_are_counted_by_what_the_search_was_doing_and_idle_cores_beside_them():
     ticks = Ticks()
-    clock = WorkerClock(4, now=ticks)
+    clock = WorkerClock(4, now=ticks, cores=2)
     ticks.now = 5.0  # before the first replay: nothing counts
     first, second, third = Future(), Future(), Future()
     clock.handed_out(first)
@@ -67,6 +67,7 @@ def test_idle_workers_are_counted_by_what_the_search_was_doing():
     clock.phase("finishing")
     assert clock.idle == {"asking": 2.0, "waiting": 4.0 + 2.0, "finishing": 6.0 + 3.0}
     assert clock.idle_seconds == 17.0
+    assert clock.idle_cores == 1.0  # 4 workers on 2 cores: only the last second, one replay out, left a core idle
 
 
 def test_a_queue_longer_than_the_pool_keeps_every_worker_busy():
