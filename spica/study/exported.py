@@ -77,7 +77,7 @@ def _preloaded(path: Path) -> Callable[..., Any] | None:
 
 def _remembered(name: str) -> list[str]:
     try:
-        return (cache_dir() / "export" / "used" / f"{_safe(name)}.txt").read_text().split()
+        return _used_list(name).read_text().split()
     except OSError:
         return []
 
@@ -88,11 +88,12 @@ def _remember(path: Path) -> None:
         return
     _USED.append(path.name)
     for name in _NAMES:
-        _write_atomically(cache_dir() / "export" / "used" / f"{_safe(name)}.txt", lambda: "\n".join(_USED).encode())
+        _write_atomically(_used_list(name), lambda: "\n".join(_USED).encode())
 
 
-def _safe(name: str) -> str:
-    return hashlib.sha256(name.encode()).hexdigest()[:24]
+def _used_list(name: str) -> Path:
+    """Where the executables used under `name` are listed, a file name per line."""
+    return cache_dir() / "export" / "used" / f"{hashlib.sha256(name.encode()).hexdigest()[:24]}.txt"
 
 
 class _CollectionPause:
