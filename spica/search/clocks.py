@@ -58,7 +58,7 @@ class WorkerClock:
 
     def __init__(self, workers: int, now: Callable[[], float] = time.monotonic, cores: int | None = None) -> None:
         self.workers = workers
-        self.cores = cores or len(os.sched_getaffinity(0))
+        self.cores = cores or _usable_cores()
         self.idle = dict.fromkeys(IDLE_PHASES, 0.0)
         self.idle_cores = 0.0
         self._now = now
@@ -100,6 +100,13 @@ class WorkerClock:
         self.idle[self._phase] += max(0, self.workers - self._out) * (now - self._since)
         self.idle_cores += max(0, min(self.workers, self.cores) - self._out) * (now - self._since)
         self._since = now
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity on Linux, where a SLURM step or a container
+    can narrow it); elsewhere the machine's."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
 
 
 def idle_shares(timings: Mapping[str, Any]) -> dict[str, float] | None:
