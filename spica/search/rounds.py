@@ -1,34 +1,37 @@
-"""docs/search.md step 5: every branch's study runs its own rounds, one round ahead, all on one
+"""docs/search.md step 5: every branch's study runs its own rounds, one ask ahead, all on one
 pool.
 
-A round is ask → project → dedupe → evaluate → tell for one branch. A branch does not wait
-for the whole of a round before asking the next: each suggestion is due (its result told) by
-the ask two rounds after its own, so round r+1 is asked while round r replays, with round r
-still pending in its study (Vizier and the fast designer hand them to GP-UCB-PE as active
-trials: the UCB and PE variances are conditioned on them, so the new round spreads away from
+An ask is ask → project → dedupe → evaluate → tell for one branch: a round's
+candidates_per_round suggestions, or where the round is wider than the pool (S3: 4 per round, 2
+workers) as many as the pool has workers, the round asked in parts. Suggestions asked beyond
+the pool's width would only wait in its queue, and asked later they know more: on S3, rounds of
+4 asked in two parts reach a front hypervolume of 0.99 of the peer's where whole rounds reach
+0.94 (same 64 replays, 19 seeds; docs/search.md, "Why step 5 runs this way").
+
+A branch does not wait for the whole of an ask before asking the next: each suggestion is due
+(its result told) by the ask two after its own, so ask a+1 is asked while ask a replays, with
+ask a still pending in its study (Vizier and the fast designer hand them to GP-UCB-PE as active
+trials: the UCB and PE variances are conditioned on them, so the new ask spreads away from
 them; TPE uses its constant liar). No worker waits for the study's next ask, and branches do
 not wait for each other either.
 
 Where the branches' rounds together are no larger than the pool (parallel_evals ≥ per_round ×
-branches, as in upstream's GLM-5 study: one branch, 8 × 8), a costly suggestion is due later, by
-as many rounds as its cost holds the round's cheapest one, less one (`later_rounds`, at most
-LATEST_DUE rounds after its ask). A replay's time grows with the requests it simulates, known
-before it runs, and on a KV-relative load they span two orders of magnitude within a round
-(GLM-5: 1.3k–99k). Due with the rest, the slowest one held back the tells behind it, and so the
-next ask, while the other workers ran dry; due by its cost, it comes in about when the rounds
-asked meanwhile have kept the other workers busy. A pool smaller than its rounds has their other
-replays to go on with, and deferring there only gives its asks less to know. Each round's
-replays are handed to the pool costliest first, so that they do not start last.
+branches, as in upstream's GLM-5 study: one branch, 8 × 8; an ask is then a whole round), a
+costly suggestion is due later, by as many rounds as its cost holds the round's cheapest one,
+less one (`later_rounds`, at most LATEST_DUE rounds after its ask). A replay's time grows with
+the requests it simulates, known before it runs, and on a KV-relative load they span two orders
+of magnitude within a round (GLM-5: 1.3k–99k). Due with the rest, the slowest one held back the
+tells behind it, and so the next ask, while the other workers ran dry; due by its cost, it comes
+in about when the rounds asked meanwhile have kept the other workers busy. A pool smaller than
+its rounds has their other replays to go on with, and deferring there only gives its asks less
+to know. Each ask's replays are handed to the pool costliest first, so that they do not start last.
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
-round: a round's own suggestions in ask order, then its followers), one at a time, and a branch
+ask: an ask's own suggestions in ask order, then its followers), one at a time, and a branch
 asks as soon as every result due by that ask is told. Every ask therefore knows exactly the
 results due by it — a fact of the candidates, not of which replay came back first (a replay that
 finishes early waits, measured and journaled, for the ones due before it). The ledger comes out
 in (round, branch, ask) order, so a seeded run gives the same ledger every time.
-
-The measurements behind one round ahead and the due rule (idle workers, front hypervolume, on S3
-and the GLM-5 study): docs/search.md, "Why step 5 runs this way".
 """
 
 from __future__ import annotations
@@ -54,8 +57,8 @@ from spica.study.algorithms import ALGORITHMS
 from spica.study.base import Study
 
 ASK_CAP_PER_SLOT = 11
-"""A round stops hunting for new candidates once it has asked this many suggestions per slot
-(11 × per_round in all, upstream's per-round safety cap): duplicates are replaced until then."""
+"""An ask stops hunting for new candidates once it has asked this many suggestions per slot
+(11 × its size in all, upstream's per-round safety cap): duplicates are replaced until then."""
 
 
 LATEST_DUE = 8
@@ -69,10 +72,22 @@ def defers(sweep: SweepConfig, branches: int) -> bool:
     return sweep.parallel_evals >= sweep.per_round * branches
 
 
+def ask_size(sweep: SweepConfig) -> int:
+    """How many suggestions one ask brings: a round's, or where the round is wider than the pool
+    (candidates_per_round > parallel_evals), as many as the pool has workers, the round asked in
+    parts (why: the module docstring). The plan's numbers, not the pool's, decide it, so a plan
+    asks the same questions on any executor."""
+    return min(sweep.per_round, sweep.parallel_evals)
+
+
+def asks_per_round(sweep: SweepConfig) -> int:
+    return -(-sweep.per_round // ask_size(sweep))
+
+
 def most_pending(sweep: SweepConfig, branches: int) -> int:
     """How many of a branch's own suggestions (followers aside) may still be untold when it
-    asks: the previous round, and of each earlier round up to LATEST_DUE all but its cheapest."""
-    n = sweep.per_round
+    asks: the previous ask's, and of each earlier round up to LATEST_DUE all but its cheapest."""
+    n = ask_size(sweep)
     return n + ((LATEST_DUE - 2) * (n - 1) if defers(sweep, branches) else 0)
 
 
@@ -107,11 +122,15 @@ class Tally:
 
 
 @dataclass
-class _Round:
-    """One ask of a branch: its new suggestions (in ask order) and the keys it sent to replay."""
+class _Ask:
+    """One ask of a branch: its new suggestions (in ask order) and the keys it sent to replay.
+    `index` counts the branch's asks; it is part `index % parts` of round `index // parts`,
+    whose suggestions before it number `first`."""
 
     search: BranchSearch
     index: int
+    round: int
+    first: int
     batch: list[tuple[int, dict[str, Any], str]] = field(default_factory=list)  # trial id, unrolled, key
     followers: list[tuple[int, str]] = field(default_factory=list)  # same key as a suggestion still untold
     replayed: set[str] = field(default_factory=set)
@@ -120,10 +139,10 @@ class _Round:
 
 @dataclass(frozen=True)
 class _Untold:
-    """A suggestion waiting for its tell: a ledger entry (`position` in its round) or a follower;
-    told by the ask of round `due`."""
+    """A suggestion waiting for its tell: a ledger entry (`position` in its ask) or a follower;
+    told by the branch's ask number `due`."""
 
-    round: _Round
+    ask: _Ask
     trial_id: int
     key: str
     position: int | None
@@ -137,7 +156,7 @@ class _Branch:
     order: int  # the branch's position, for the ledger's order
     search: BranchSearch
     untold: list[_Untold] = field(default_factory=list)
-    next_round: int = 0
+    next_ask: int = 0
     done: bool = False  # out of rounds, or its study ran dry
 
 
@@ -164,13 +183,15 @@ class RoundLoop:
         self.meter = meter
         sweep = plan.config.sweep
         self.per_round = sweep.per_round
-        self.max_rounds = None if ALGORITHMS[sweep.algorithm].exhaustive else sweep.max_rounds  # every candidate once
+        self.ask_size = ask_size(sweep)
+        self.parts = asks_per_round(sweep)
+        self.max_asks = None if ALGORITHMS[sweep.algorithm].exhaustive else sweep.max_rounds * self.parts  # every candidate once
         self.defers = defers(sweep, len(searches))
         self.tally = Tally()
         self.clock = OptimizerClock()
         self.idle = WorkerClock(pool.workers)
         self._seen_in_run: set[str] = set()
-        self._inflight: dict[Future, tuple[_Branch, _Round, str, dict[str, Any]]] = {}
+        self._inflight: dict[Future, tuple[_Branch, _Ask, str, dict[str, Any]]] = {}
         self._ledger: list[tuple[tuple[int, int, int], Candidate]] = []
         self.first_submitted_at: float | None = None  # wall-clock times, for start-up and idle-worker figures
         self.finished_at: float | None = None
@@ -199,29 +220,29 @@ class RoundLoop:
             self.idle.phase("finishing")
 
     def _advance(self, branch: _Branch) -> None:
-        """Steps the branch as far as its results allow: ask a round once every result due by it
+        """Steps the branch as far as its results allow: ask once every result due by the ask
         is told, else tell the next untold one once it is measured. One step at a time, so what
         each ask knows is fixed by the candidates, not by when their replays finish."""
         while True:
-            if not branch.done and all(item.due > branch.next_round for item in branch.untold):
-                self._ask_round(branch)
+            if not branch.done and all(item.due > branch.next_ask for item in branch.untold):
+                self._ask_next(branch)
             elif branch.untold and branch.untold[0].key in self.measured:
                 with self.clock.choosing(self._inflight):
                     self._tell_next(branch)
             else:
                 return
 
-    def _ask_round(self, branch: _Branch) -> None:
-        """The branch's next round: asked, its new candidates sent to replay, its suggestions
+    def _ask_next(self, branch: _Branch) -> None:
+        """The branch's next ask: asked, its new candidates sent to replay, its suggestions
         queued for their tells (the branch is done when out of rounds or suggestions)."""
-        if self.max_rounds is not None and branch.next_round >= self.max_rounds:
+        if self.max_asks is not None and branch.next_ask >= self.max_asks:
             branch.done = True
             return
         self.idle.phase("asking")
         with self.clock.choosing(self._inflight):
             current = self._ask(branch)
         self.idle.phase("waiting")
-        branch.next_round += 1
+        branch.next_ask += 1
         if current.exhausted and not (current.batch or current.followers):
             branch.done = True  # the study has nothing left to suggest
             return
@@ -243,14 +264,16 @@ class RoundLoop:
         branch.untold.extend(_Untold(current, trial_id, key, None, max(current.index + 2, due[key])) for trial_id, key in current.followers)
         branch.untold.sort(key=lambda item: item.due)  # stable: within a due round, as appended
 
-    def _ask(self, branch: _Branch) -> _Round:
-        """per_round suggestions, projected and deduplicated (a round may bring nothing new:
-        the branch then goes on to its next round; it stops when its study runs dry). A
-        suggestion whose candidate is still untold follows it: told the same result, later."""
+    def _ask(self, branch: _Branch) -> _Ask:
+        """The ask's share of its round's suggestions, projected and deduplicated (an ask may
+        bring nothing new: the branch then goes on to its next; it stops when its study runs
+        dry). A suggestion whose candidate is still untold follows it: told the same result, later."""
         search = branch.search
-        current = _Round(search, branch.next_round)
+        part = branch.next_ask % self.parts
+        current = _Ask(search, branch.next_ask, branch.next_ask // self.parts, part * self.ask_size)
         untold = {item.key for item in branch.untold if item.position is not None}
-        wanted, asked, cap = self.per_round, 0, ASK_CAP_PER_SLOT * self.per_round
+        wanted = min(self.ask_size, self.per_round - current.first)
+        asked, cap = 0, ASK_CAP_PER_SLOT * wanted
         while wanted > 0 and asked < cap:
             suggestions = search.study.ask(min(wanted, cap - asked))
             asked += len(suggestions)
@@ -277,26 +300,26 @@ class RoundLoop:
                 wanted -= 1
         return current
 
-    def _record(self, current: _Round, key: str, unrolled: dict[str, Any], result: Evaluation | BaseException) -> None:
+    def _record(self, current: _Ask, key: str, unrolled: dict[str, Any], result: Evaluation | BaseException) -> None:
         """A finished replay: journaled at once, so an interruption loses nothing measured."""
-        candidate = _candidate(self.plan, current.search.branch.mode, current.index, key, unrolled, result)
+        candidate = _candidate(self.plan, current.search.branch.mode, current.round, key, unrolled, result)
         self.measured[key] = candidate
         if self.journal:
             self.journal.append(candidate)
-        self.meter.update(current.index + 1, candidate)
+        self.meter.update(current.round + 1, candidate)
 
     def _tell_next(self, branch: _Branch) -> None:
-        """The next untold suggestion's result (the first in due order), to its study; a round's
+        """The next untold suggestion's result (the first in due order), to its study; an ask's
         own suggestions also enter the ledger, in (round, branch, ask) order."""
         item = branch.untold.pop(0)
         candidate = self.measured[item.key]
         if item.position is not None:
-            current = item.round
+            current = item.ask
             if item.key not in current.replayed:  # measured by an earlier, interrupted run
                 self.tally.counts["cache_hits"] += 1
-                self.meter.update(current.index + 1, candidate)
+                self.meter.update(current.round + 1, candidate)
             self._seen_in_run.add(item.key)
-            self._ledger.append(((current.index, branch.order, item.position), candidate))
+            self._ledger.append(((current.round, branch.order, current.first + item.position), candidate))
             self.tally.add(candidate.status)
         _tell(branch.search.study, item.trial_id, candidate)
 

@@ -75,7 +75,7 @@ def _grid(request: StudyRequest) -> Study:
 
 def _optuna_tpe(request: StudyRequest) -> Study:
     """TPE's own start-up default (10 random trials) would leave small budgets random
-    throughout; one round of random points, then TPE."""
+    throughout; the first ask of random points, then TPE."""
     from spica.study.optuna_tpe import OptunaTpeStudy
 
     return OptunaTpeStudy(request.params, request.objectives, seed=request.seed, startup_trials=request.rounds[0])

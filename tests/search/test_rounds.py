@@ -13,7 +13,7 @@ import pytest
 from spica.search import run_smart_search
 from spica.search.pool import InlinePool
 from spica.evaluation.evaluate import request_count
-from spica.search.rounds import LATEST_DUE, later_rounds
+from spica.search.rounds import LATEST_DUE, RoundLoop, later_rounds
 from spica.search.unroll import candidate_key
 
 from tests.search.test_search import small
@@ -193,3 +193,32 @@ def test_with_deferred_replays_the_ledger_is_the_same_whatever_order_they_finish
     ]
     assert _ledger(runs[0]) == _ledger(runs[1]) == _ledger(runs[2])
     assert len(runs[0].ledger) == 5 * 4
+
+
+class SizesPool(InlinePool):
+    """Evaluates for real, noting how many replays each submission holds."""
+
+    def __init__(self):
+        self.sizes: list[int] = []
+
+    def submit(self, fn, items):
+        self.sizes.append(len(items))
+        return super().submit(fn, items)
+
+
+def test_a_round_wider_than_the_pool_is_asked_in_parts_as_wide_as_the_pool(tmp_path, monkeypatch):
+    config = small(search_space={"agg_max_num_seqs": [16, 32, 64, 128, 256]},
+                   sweep={"max_rounds": 3, "candidates_per_round": 4, "parallel_evals": 2})
+    untold_at_ask = []
+    ask = RoundLoop._ask
+
+    def counting_ask(self, branch):
+        untold_at_ask.append(sum(item.position is not None for item in branch.untold))
+        return ask(self, branch)
+
+    monkeypatch.setattr(RoundLoop, "_ask", counting_ask)
+    pool = SizesPool()
+    results = run_smart_search(config, results_dir=tmp_path, pool=pool)
+    assert pool.sizes == [2] * 6
+    assert untold_at_ask == [0, 2, 2, 2, 2, 2]  # each ask knows all but the one before it
+    assert [c.round for c in results.ledger] == [0] * 4 + [1] * 4 + [2] * 4  # the rounds are the config's

@@ -177,7 +177,8 @@ def test_a_candidate_whose_timing_cache_went_missing_is_measured_again_on_resume
 
 
 def test_settings_that_cannot_change_a_score_keep_every_finished_result(tmp_path):
-    first = run_smart_search(small(), results_dir=tmp_path)
+    # asks as wide as the round either way (a round wider than parallel_evals is asked in parts)
+    first = run_smart_search(small(sweep={"parallel_evals": 2}), results_dir=tmp_path, pool=InlinePool())
     pool = CountingPool()
     again = run_smart_search(small(sweep={"parallel_evals": 4, "max_eval_seconds": 300}), results_dir=tmp_path, pool=pool)
     assert again.plan.fingerprint != first.plan.fingerprint  # another plan ...

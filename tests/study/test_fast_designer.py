@@ -9,7 +9,7 @@ from vizier import pyvizier as vz
 
 from spica.study import fast_designer
 from spica.study.candidates import CandidateSet, quasi_random_suggestions
-from spica.study.fast_designer import FastDesigner, warm_up
+from spica.study.fast_designer import FastDesigner, FastSettings, warm_up
 from spica.study.params import Objective, Param
 from spica.study.vizier_space import problem_statement, to_vizier
 
@@ -50,7 +50,7 @@ def _picks(problem: vz.ProblemStatement, candidates: CandidateSet) -> list[int]:
 def test_the_pool_scored_in_blocks_gives_the_picks_it_gives_scored_whole(monkeypatch):
     problem, candidates = _pool(2500)  # three blocks of 1,024, the last one mostly padding
     in_blocks = _picks(problem, candidates)
-    monkeypatch.setattr(fast_designer, "_BLOCK", 16)  # one block holds the whole pool
+    monkeypatch.setattr(fast_designer, "_BLOCK", 4096 // fast_designer._CHUNK)  # one block holds the whole pool
     assert _picks(problem, candidates) == in_blocks
     assert len(set(in_blocks)) == 4 and None not in in_blocks
 
@@ -65,3 +65,11 @@ def test_a_study_whose_functions_an_earlier_warm_up_loaded_is_not_warmed_up_agai
     assert warm_up(problem, candidates, batch=8, rounds=4, pending=8, seed=0) is not None  # more rows
     wider = problem_statement([*PARAMS, *(Param(f"knob{i}", "double", low=0.0, high=1.0) for i in range(6))], [Objective("throughput", "maximize")])
     assert warm_up(wider, None, batch=2, rounds=4, pending=2, seed=0) is not None  # 16 continuous columns, not 8
+
+
+def test_trials_are_padded_to_at_most_half_again_the_rows_they_fill_with_two_sizes_per_doubling():
+    """The GP's cost is cubic in its rows: padded to powers of two alone, 17 trials cost as 32."""
+    rows = [fast_designer._padded_rows(n, FastSettings()) for n in range(700)]
+    assert all(size > n for n, size in enumerate(rows))  # always padded: a spare row
+    assert all(size <= max(16, 1.5 * (n + 1)) for n, size in enumerate(rows))
+    assert sorted(set(rows)) == [16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768]
