@@ -13,10 +13,7 @@ A branch does not wait for the whole of an ask before asking the next: each sugg
 ask a still pending in its study (Vizier and the fast designer hand them to GP-UCB-PE as active
 trials: the UCB and PE variances are conditioned on them, so the new ask spreads away from
 them; TPE uses its constant liar). No worker waits for the study's next ask, and branches do
-not wait for each other either. Branches ready together take turns, one ask each, so that every
-one's replays reach the pool before any asks twice: on S3 (6 seeds, the same ledgers) idle
-workers fell from 5.4 % to 3.7 % of their time, 2.8 % to 0.8 % while a study asked. The order
-changes no ledger: a branch's asks and tells follow its own results only.
+not wait for each other either.
 
 Where the branches' rounds together are no larger than the pool (parallel_evals ≥ per_round ×
 branches, as in upstream's GLM-5 study: one branch, 8 × 8; an ask is then a whole round), a
@@ -200,25 +197,21 @@ class RoundLoop:
         self.finished_at: float | None = None
 
     def run(self) -> list[Candidate]:
-        """Passes over the branches that may move, each telling what it can and asking at most
-        once, so that every ready branch's replays reach the pool before any branch asks twice
-        (a branch's asks and tells depend on its own results only: the order the branches are
-        served in changes no ledger); between passes, the replays that came back are recorded."""
         branches = [_Branch(order, search) for order, search in enumerate(self.searches)]
-        ready = branches
-        while True:
-            asked = [branch for branch in ready if self._advance(branch)]
-            self._note_finishing(branches)
-            if not (asked or self._inflight):
-                break
-            done, _ = wait(list(self._inflight), timeout=0 if asked else None, return_when=FIRST_COMPLETED)
-            touched = list(asked)
+        for branch in branches:
+            self._advance(branch)
+        self._note_finishing(branches)
+        while self._inflight:
+            done, _ = wait(list(self._inflight), return_when=FIRST_COMPLETED)
+            touched = []
             for future in sorted(done, key=list(self._inflight).index):
                 branch, current, key, unrolled = self._inflight.pop(future)
                 self.clock.forget(future)
                 self._record(current, key, unrolled, outcome(future))
                 touched.append(branch)
-            ready = sorted({id(b): b for b in touched}.values(), key=lambda b: b.order)
+            for branch in sorted({id(b): b for b in touched}.values(), key=lambda b: b.order):
+                self._advance(branch)
+            self._note_finishing(branches)
         self.finished_at = time.time()
         return [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
 
@@ -226,27 +219,25 @@ class RoundLoop:
         if all(branch.done for branch in branches):
             self.idle.phase("finishing")
 
-    def _advance(self, branch: _Branch) -> bool:
-        """Steps the branch as far as its results allow, up to one ask (True if it asked): ask
-        once every result due by the ask is told, else tell the next untold one once it is
-        measured. One step at a time, so what each ask knows is fixed by the candidates, not by
-        when their replays finish."""
+    def _advance(self, branch: _Branch) -> None:
+        """Steps the branch as far as its results allow: ask once every result due by the ask
+        is told, else tell the next untold one once it is measured. One step at a time, so what
+        each ask knows is fixed by the candidates, not by when their replays finish."""
         while True:
             if not branch.done and all(item.due > branch.next_ask for item in branch.untold):
-                if self._ask_next(branch):
-                    return True
+                self._ask_next(branch)
             elif branch.untold and branch.untold[0].key in self.measured:
                 with self.clock.choosing(self._inflight):
                     self._tell_next(branch)
             else:
-                return False
+                return
 
-    def _ask_next(self, branch: _Branch) -> bool:
+    def _ask_next(self, branch: _Branch) -> None:
         """The branch's next ask: asked, its new candidates sent to replay, its suggestions
-        queued for their tells (the branch is done when out of rounds or suggestions: False)."""
+        queued for their tells (the branch is done when out of rounds or suggestions)."""
         if self.max_asks is not None and branch.next_ask >= self.max_asks:
             branch.done = True
-            return False
+            return
         self.idle.phase("asking")
         with self.clock.choosing(self._inflight):
             current = self._ask(branch)
@@ -254,7 +245,7 @@ class RoundLoop:
         branch.next_ask += 1
         if current.exhausted and not (current.batch or current.followers):
             branch.done = True  # the study has nothing left to suggest
-            return False
+            return
         costs = [request_count(self.plan.config, unrolled) for _, unrolled, _ in current.batch]
         later = later_rounds(costs) if self.defers else [0] * len(costs)
         due = {key: current.index + 2 + later[position] for position, (_, _, key) in enumerate(current.batch)}
@@ -272,7 +263,6 @@ class RoundLoop:
         branch.untold.extend(_Untold(current, trial_id, key, position, due[key]) for position, (trial_id, _, key) in enumerate(current.batch))
         branch.untold.extend(_Untold(current, trial_id, key, None, max(current.index + 2, due[key])) for trial_id, key in current.followers)
         branch.untold.sort(key=lambda item: item.due)  # stable: within a due round, as appended
-        return True
 
     def _ask(self, branch: _Branch) -> _Ask:
         """The ask's share of its round's suggestions, projected and deduplicated (an ask may

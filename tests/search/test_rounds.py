@@ -222,20 +222,3 @@ def test_a_round_wider_than_the_pool_is_asked_in_parts_as_wide_as_the_pool(tmp_p
     assert pool.sizes == [2] * 6
     assert untold_at_ask == [0, 2, 2, 2, 2, 2]  # each ask knows all but the one before it
     assert [c.round for c in results.ledger] == [0] * 4 + [1] * 4 + [2] * 4  # the rounds are the config's
-
-
-def test_branches_take_turns_to_ask_so_each_feeds_the_pool_before_one_asks_twice(tmp_path, monkeypatch):
-    config = small(search_space={"deployment_mode": ["agg", "disagg"], "agg_max_num_seqs": [16, 32, 64, 128],
-                                 "decode_max_num_seqs": [64], "prefill_max_num_seqs": [4]},
-                   sweep={"max_rounds": 3, "candidates_per_round": 2, "parallel_evals": 2})
-    asked_by = []
-    ask = RoundLoop._ask
-
-    def noting_ask(self, branch):
-        asked_by.append(branch.search.branch.mode)
-        return ask(self, branch)
-
-    monkeypatch.setattr(RoundLoop, "_ask", noting_ask)
-    results = run_smart_search(config, results_dir=tmp_path, pool=InlinePool())
-    assert asked_by == ["agg", "disagg"] * 3  # each branch could ask its second round before the other's first
-    assert len(results.ledger) == 2 * 3 * 2
