@@ -84,6 +84,11 @@ def asks_per_round(sweep: SweepConfig) -> int:
     return -(-sweep.per_round // ask_size(sweep))
 
 
+def most_asks(sweep: SweepConfig) -> int:
+    """A branch's asks: max_rounds rounds of asks_per_round asks."""
+    return sweep.max_rounds * asks_per_round(sweep)
+
+
 def most_pending(sweep: SweepConfig, branches: int) -> int:
     """How many of a branch's own suggestions (followers aside) may still be untold when it
     asks: the previous ask's, and of each earlier round up to LATEST_DUE all but its cheapest."""
@@ -185,7 +190,7 @@ class RoundLoop:
         self.per_round = sweep.per_round
         self.ask_size = ask_size(sweep)
         self.parts = asks_per_round(sweep)
-        self.max_asks = None if ALGORITHMS[sweep.algorithm].exhaustive else sweep.max_rounds * self.parts  # every candidate once
+        self.max_asks = None if ALGORITHMS[sweep.algorithm].exhaustive else most_asks(sweep)  # every candidate once
         self.defers = defers(sweep, len(searches))
         self.tally = Tally()
         self.clock = OptimizerClock()

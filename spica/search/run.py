@@ -27,7 +27,7 @@ from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, 
 from spica.results import writer as results_writer
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress
-from spica.search.rounds import BranchSearch, RoundLoop, ask_size, asks_per_round, most_pending
+from spica.search.rounds import BranchSearch, RoundLoop, ask_size, most_asks, most_pending
 from spica.search.spread import measure_spread
 from spica.space import projection
 from spica.space.branches import Branch
@@ -90,8 +90,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> 
     points = _grid_points(branch, knobs, config, params, None if listed else (POOL_SAMPLE, sweep.seed))
     request = StudyRequest(
         f"spica-{branch.mode}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
-        (ask_size(sweep), sweep.max_rounds * asks_per_round(sweep), most_pending(sweep, branches)),
-        sweep.designer,
+        (ask_size(sweep), most_asks(sweep), most_pending(sweep, branches)), sweep.designer,
     )
     size = len(points or []) if algorithm.exhaustive else len(points) if points and params and listed else None
     return algorithm.build(request), has_backend, size

@@ -331,7 +331,7 @@ def _padded_rows(n: int, settings: FastSettings) -> int:
     3.2 ms padded to 32), with two shapes per doubling to trace."""
     least = max(n + 1, settings.min_padded_trials)
     power = _power_of_two(least, 1)
-    return power * 3 // 4 if power * 3 // 4 >= least and power >= 4 else power
+    return power * 3 // 4 if power * 3 // 4 >= least else power
 
 
 def _has_new_results(completed: Sequence[vz.Trial], active: Sequence[vz.Trial]) -> bool:
