@@ -114,8 +114,8 @@ def idle_line(timings: Mapping[str, Any]) -> str | None:
         f"{share['waiting']:.1f}% waiting for results due before the next ask, {share['finishing']:.1f}% after the last ask"
     )
     cores = idle_core_share(timings)
-    if cores is not None and timings["cores"] < timings["workers"]:  # more workers than cores: the cores are the machine's loss
-        line += f"; the {timings['cores']} cores they share, {cores * 100:.1f}%"
+    if cores is not None and cores * 100 < sum(share.values()) - 0.05:  # an ask, or more workers than cores, kept some busy
+        line += f"; their {min(timings['cores'], timings['workers'])} cores, counting the asks on them, {cores * 100:.1f}%"
     return line
 
 

@@ -27,12 +27,12 @@ from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, 
 from spica.results import writer as results_writer
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress
-from spica.search.rounds import BranchSearch, RoundLoop, ask_size, most_asks, most_pending
+from spica.search.rounds import BranchSearch, RoundLoop, ask_sizes, most_pending
 from spica.search.spread import measure_spread
 from spica.space import projection
 from spica.space.branches import Branch
 from spica.study.algorithms import ALGORITHMS, StudyRequest
-from spica.study.base import Objective, Study
+from spica.study.base import AskPlan, Objective, Study
 from spica.study.params import Param
 
 log = logging.getLogger("spica.search")
@@ -90,7 +90,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> 
     points = _grid_points(branch, knobs, config, params, None if listed else (POOL_SAMPLE, sweep.seed))
     request = StudyRequest(
         f"spica-{branch.mode}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
-        (ask_size(sweep), most_asks(sweep), most_pending(sweep, branches)), sweep.designer,
+        AskPlan(ask_sizes(sweep), most_pending(sweep, branches)), sweep.designer,
     )
     size = len(points or []) if algorithm.exhaustive else len(points) if points and params and listed else None
     return algorithm.build(request), has_backend, size

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from spica.study.base import Study
+from spica.study.base import AskPlan, Study
 from spica.study.grid import GridStudy
 from spica.study.params import Objective, Param
 
@@ -29,7 +29,7 @@ class StudyRequest:
     seed: int
     fingerprint: str  # the plan's: a study kept anywhere must never be confused with another plan's
     points: list[Mapping[str, Any]] | None  # every valid point where the space can be listed, else a seeded sample of them
-    rounds: tuple[int, int, int]  # (suggestions per ask, asks, suggestions still untold at each later ask) the search plans
+    asks: AskPlan  # the asks the search plans to make of the study
     designer: str  # sweep.designer
 
 
@@ -53,7 +53,7 @@ def _vizier(request: StudyRequest) -> Study:
 
     # the GP executables a study like this one used last (the fast designer's) load while Vizier
     # imports; the name leaves out the seed and the plan, which do not change their shapes
-    exported.preload(repr((request.designer, request.params, request.objectives, request.rounds)))
+    exported.preload(repr((request.designer, request.params, request.objectives, request.asks)))
     from spica.study.vizier_study import VizierStudy
 
     return VizierStudy(
@@ -65,7 +65,7 @@ def _vizier(request: StudyRequest) -> Study:
         fingerprint=request.fingerprint,
         algorithm=request.designer,
         candidates=request.points if request.params else None,
-        rounds=request.rounds,
+        asks=request.asks,
     )
 
 
@@ -78,7 +78,7 @@ def _optuna_tpe(request: StudyRequest) -> Study:
     throughout; the first ask of random points, then TPE."""
     from spica.study.optuna_tpe import OptunaTpeStudy
 
-    return OptunaTpeStudy(request.params, request.objectives, seed=request.seed, startup_trials=request.rounds[0])
+    return OptunaTpeStudy(request.params, request.objectives, seed=request.seed, startup_trials=request.asks.sizes[0])
 
 
 ALGORITHMS: dict[str, Algorithm] = {

@@ -16,6 +16,16 @@ TrialStatus = Literal["pending", "completed", "infeasible"]
 
 
 @dataclass(frozen=True)
+class AskPlan:
+    """The asks a search plans to make of one study: each one's size, in order, and how many of
+    its earlier suggestions are still untold (pending) at each ask after the first. A designer
+    that compiles per array size (the fast designer) prepares them from it ahead of the asks."""
+
+    sizes: tuple[int, ...]
+    pending: int
+
+
+@dataclass(frozen=True)
 class Trial:
     """A suggestion and, once told, its outcome. Infeasible trials carry a reason, no metrics."""
 

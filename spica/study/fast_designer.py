@@ -51,6 +51,7 @@ from spica.study.candidates import (  # noqa: E402
     used_keys,
 )
 from spica.study import exported, feasibility  # noqa: E402
+from spica.study.base import AskPlan  # noqa: E402
 from spica.study.gp_fit import fit_gp, pad_rows  # noqa: E402
 from spica.study.vizier_internals import gp_ucb_pe, output_warpers, types  # noqa: E402
 from spica.study.vizier_internals import stochastic_process_model as sp  # noqa: E402
@@ -243,28 +244,28 @@ def warm_up(
     problem: vz.ProblemStatement,
     candidates: CandidateSet | None,
     *,
-    batch: int,
-    rounds: int,
-    pending: int,
+    asks: AskPlan,
     seed: int,
     settings: FastSettings = FastSettings(),
 ) -> Future | None:
-    """Queues the tracing of the designer's JAX functions for every array size that
-    `rounds` rounds of `batch` suggestions will use, on made-up results; each round after the
-    first is asked with up to `pending` earlier suggestions still untold (active).
+    """Queues the tracing of the designer's JAX functions for every array size that the planned
+    `asks` will use, on made-up results; each ask after the first is made with up to
+    `asks.pending` earlier suggestions still untold (active).
 
     JAX traces each jitted function once per process and shape (seconds here); done while
     the first rounds replay, the model-based rounds find them ready. The made-up study shares
     nothing with the real one (own designer, own randomness), so results are unchanged.
     None when no round will be model-based.
     """
-    sizes: dict[tuple[int, ...], tuple[int, int]] = {}
-    for asked in range(batch, batch * rounds, batch):
-        active = min(pending, asked)
+    sizes: dict[tuple[int, ...], tuple[int, int, int]] = {}  # by array shapes: completed, active, batch
+    asked = 0
+    for batch in asks.sizes:
+        active = min(asks.pending, asked)
         completed = asked - active
         if completed and asked >= settings.warmup_trials:
             shape = (_padded_rows(completed, settings), *(_padded_rows(n, settings) for n in range(asked, asked + batch)))
-            sizes.setdefault(shape, (completed, active))
+            sizes.setdefault(shape, (completed, active, batch))
+        asked += batch
     if not sizes:
         return None
     specs = feature_converter(problem).output_specs
@@ -276,12 +277,12 @@ def warm_up(
 
     loading = replace(settings, ard_max_iterations=1)  # each function called once is enough: fitting made-up results is not
     # so is scoring one block of the pool, with room for the made-up trials and a batch
-    most = max(completed + active for completed, active in sizes.values()) + batch
+    most = max(completed + active + batch for completed, active, batch in sizes.values())
     block = candidates.first(max(_BLOCK * _CHUNK, most)) if candidates is not None else None
 
     def trace() -> None:
         try:
-            for completed, active in sizes.values():
+            for completed, active, batch in sizes.values():
                 trials = _made_up_trials(problem, block, completed, active)
                 designer = FastDesigner(problem, block, seed=seed, salt=2**31 + completed, settings=loading)
                 designer.update(vza.CompletedTrials(trials[:completed]), vza.ActiveTrials(trials[completed:]))

@@ -17,7 +17,7 @@ from vizier.service import clients
 from vizier.service import pyvizier as svz
 
 from spica.study import engine, fast_designer, vizier_space
-from spica.study.base import RecordedTrials, Trial, check_ask_count
+from spica.study.base import AskPlan, RecordedTrials, Trial, check_ask_count
 from spica.study.candidates import CandidateSet
 from spica.study.params import Objective, Param, Suggestion, check_objectives, check_params, coerce_point, point_key
 
@@ -32,9 +32,8 @@ class VizierStudy(RecordedTrials):
     `candidates` (optional) is the finite set of valid points; pool-aware algorithms
     pick only from it, each point once, and ask() returns fewer once it is used up.
     `storage_dir` None keeps the study in memory (Vizier's RAM datastore), for a study that
-    lives for one run. `rounds` (optional): (suggestions per ask, number of asks, suggestions still
-    untold at each later ask) the caller plans; the fast designer then traces its JAX functions for
-    them in the background from the start.
+    lives for one run. `asks` (optional): the asks the caller plans; the fast designer then traces
+    its JAX functions for them in the background from the start.
     """
 
     def __init__(
@@ -48,7 +47,7 @@ class VizierStudy(RecordedTrials):
         fingerprint: str,
         algorithm: str = "fast",
         candidates: Sequence[Mapping[str, Any]] | None = None,
-        rounds: tuple[int, int, int] | None = None,
+        asks: AskPlan | None = None,
     ) -> None:
         check_params(params)
         check_objectives(objectives)
@@ -66,11 +65,11 @@ class VizierStudy(RecordedTrials):
         self._pool = list(unique.values()) if unique is not None else None
         self._pool_keys = tuple(unique or ())
         self._vizier_id = f"{study_id}.{fingerprint}.{self._definition_digest(seed)}"
-        self._study = self._open(seed, Path(storage_dir) if storage_dir is not None else None, rounds)
+        self._study = self._open(seed, Path(storage_dir) if storage_dir is not None else None, asks)
         self._trials = {t.id: self._record(t) for t in self._study.trials().get()}
         self._undelivered = [i for i, t in sorted(self._trials.items()) if t.status == "pending"]
 
-    def _open(self, seed: int, storage_dir: Path | None, rounds: tuple[int, int, int] | None) -> clients.Study:
+    def _open(self, seed: int, storage_dir: Path | None, asks: AskPlan | None) -> clients.Study:
         problem = vizier_space.problem_statement(self._params, self._objectives)
         config = svz.StudyConfig.from_problem(problem)
         config.algorithm = engine.DESIGNERS[self._algorithm].stored_as
@@ -81,8 +80,8 @@ class VizierStudy(RecordedTrials):
         study = engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
         warm_up = engine.DESIGNERS[self._algorithm].warm_up
         self._warming: Future | None = None
-        if warm_up is not None and rounds is not None:  # from the start: it runs while the other studies open
-            self._warming = warm_up(problem, pool, batch=rounds[0], rounds=rounds[1], pending=rounds[2], seed=seed, settings=spec.settings)
+        if warm_up is not None and asks is not None:  # from the start: it runs while the other studies open
+            self._warming = warm_up(problem, pool, asks=asks, seed=seed, settings=spec.settings)
         return study
 
     @property

@@ -17,14 +17,15 @@ def test_idle_workers_are_shares_of_the_workers_time_by_phase():
     )
 
 
-def test_a_pool_of_more_workers_than_cores_also_says_how_long_its_cores_went_idle():
+def test_where_the_cores_went_idle_less_than_the_workers_the_line_says_how_long():
     timings = {
         "workers": 8, "first_evaluation_at": 100.0, "evaluations_done_at": 200.0,
         "idle_worker_seconds": {"asking": 8.0, "waiting": 40.0, "finishing": 80.0},
         "cores": 2, "idle_core_seconds": 3.0,  # of 200 core-seconds
     }
-    assert idle_line(timings).endswith("10.0% after the last ask; the 2 cores they share, 1.5%")
-    assert idle_line(timings | {"cores": 8}).endswith("10.0% after the last ask")  # a core per worker: the same figure
+    assert idle_line(timings).endswith("10.0% after the last ask; their 2 cores, counting the asks on them, 1.5%")
+    same = timings | {"cores": 8, "idle_core_seconds": 128.0}  # a core per worker, no ask while one was idle: the same figure
+    assert idle_line(same).endswith("10.0% after the last ask")
 
 
 def test_a_search_in_one_process_has_no_idle_line():

@@ -70,6 +70,24 @@ def test_idle_workers_are_counted_by_what_the_search_was_doing_and_idle_cores_be
     assert clock.idle_cores == 1.0  # 4 workers on 2 cores: only the last second, one replay out, left a core idle
 
 
+def test_an_ask_keeps_a_core_busy_while_a_worker_is_idle():
+    ticks = Ticks()
+    clock = WorkerClock(2, now=ticks, cores=2)
+    first, second = Future(), Future()
+    clock.handed_out(first)
+    clock.phase("asking")
+    ticks.now = 1.0
+    first.set_result(None)  # 1 s asking, 1 replay out: a worker idle, no core
+    ticks.now = 3.0
+    clock.handed_out(second)  # 2 s asking, none out: both workers idle, one core (the ask runs on the other)
+    clock.phase("waiting")
+    ticks.now = 4.0
+    clock.phase("finishing")  # 1 s waiting, 1 out: a worker and a core idle
+    second.set_result(None)
+    assert clock.idle == {"asking": 1.0 + 4.0, "waiting": 1.0, "finishing": 0.0}
+    assert clock.idle_cores == 2.0 + 1.0
+
+
 def test_a_queue_longer_than_the_pool_keeps_every_worker_busy():
     ticks = Ticks()
     clock = WorkerClock(2, now=ticks)

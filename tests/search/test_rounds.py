@@ -206,19 +206,19 @@ class SizesPool(InlinePool):
         return super().submit(fn, items)
 
 
-def test_a_round_wider_than_the_pool_is_asked_in_parts_as_wide_as_the_pool(tmp_path, monkeypatch):
+def test_a_round_wider_than_the_pool_is_asked_in_parts_as_wide_as_the_pool_the_last_round_whole(tmp_path, monkeypatch):
     config = small(search_space={"agg_max_num_seqs": [16, 32, 64, 128, 256]},
                    sweep={"max_rounds": 3, "candidates_per_round": 4, "parallel_evals": 2})
     untold_at_ask = []
     ask = RoundLoop._ask
 
-    def counting_ask(self, branch):
+    def counting_ask(self, branch, slot):
         untold_at_ask.append(sum(item.position is not None for item in branch.untold))
-        return ask(self, branch)
+        return ask(self, branch, slot)
 
     monkeypatch.setattr(RoundLoop, "_ask", counting_ask)
     pool = SizesPool()
     results = run_smart_search(config, results_dir=tmp_path, pool=pool)
-    assert pool.sizes == [2] * 6
-    assert untold_at_ask == [0, 2, 2, 2, 2, 2]  # each ask knows all but the one before it
+    assert pool.sizes == [2, 2, 2, 2, 4]  # the last round's replays reach the pool at once
+    assert untold_at_ask == [0, 2, 2, 2, 2]  # each ask knows all but the one before it
     assert [c.round for c in results.ledger] == [0] * 4 + [1] * 4 + [2] * 4  # the rounds are the config's

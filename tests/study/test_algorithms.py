@@ -14,6 +14,7 @@ from spica.config import SweepConfig
 from spica.config.errors import ConfigError
 from spica.config.schema import SmartSearchConfig
 from spica.study.algorithms import ALGORITHMS, VIZIER_DESIGNERS, StudyRequest
+from spica.study.base import AskPlan
 from spica.study.params import Objective, Param
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 def request(**overrides) -> StudyRequest:
     fields = dict(
         study_id="branch", params=(Param("x", "discrete", choices=(1, 2, 4)),), objectives=(Objective("score"),),
-        seed=7, fingerprint="plan", points=[{"x": 1}, {"x": 2}, {"x": 4}], rounds=(2, 3, 0), designer="quasi_random",
+        seed=7, fingerprint="plan", points=[{"x": 1}, {"x": 2}, {"x": 4}], asks=AskPlan((2, 2, 2), 0), designer="quasi_random",
     )
     return StudyRequest(**(fields | overrides))
 

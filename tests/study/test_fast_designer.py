@@ -8,6 +8,7 @@ from vizier import algorithms as vza
 from vizier import pyvizier as vz
 
 from spica.study import fast_designer
+from spica.study.base import AskPlan
 from spica.study.candidates import CandidateSet, quasi_random_suggestions
 from spica.study.fast_designer import FastDesigner, FastSettings, warm_up
 from spica.study.params import Objective, Param
@@ -58,13 +59,13 @@ def test_the_pool_scored_in_blocks_gives_the_picks_it_gives_scored_whole(monkeyp
 def test_a_study_whose_functions_an_earlier_warm_up_loaded_is_not_warmed_up_again(monkeypatch):
     monkeypatch.setattr(fast_designer, "_WARMED", set())
     problem, candidates = _pool(300)
-    first = warm_up(problem, candidates, batch=2, rounds=4, pending=2, seed=0)
+    first = warm_up(problem, candidates, asks=AskPlan((2,) * 4, 2), seed=0)
     assert first is not None
     first.result()
-    assert warm_up(problem, _pool(900)[1], batch=2, rounds=4, pending=2, seed=1) is None  # same widths, rows and block
-    assert warm_up(problem, candidates, batch=8, rounds=4, pending=8, seed=0) is not None  # more rows
+    assert warm_up(problem, _pool(900)[1], asks=AskPlan((2,) * 4, 2), seed=1) is None  # same widths, rows and block
+    assert warm_up(problem, candidates, asks=AskPlan((8,) * 4, 8), seed=0) is not None  # more rows
     wider = problem_statement([*PARAMS, *(Param(f"knob{i}", "double", low=0.0, high=1.0) for i in range(6))], [Objective("throughput", "maximize")])
-    assert warm_up(wider, None, batch=2, rounds=4, pending=2, seed=0) is not None  # 16 continuous columns, not 8
+    assert warm_up(wider, None, asks=AskPlan((2,) * 4, 2), seed=0) is not None  # 16 continuous columns, not 8
 
 
 def test_trials_are_padded_to_at_most_half_again_the_rows_they_fill_with_two_sizes_per_doubling():

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from spica.study import exported, fast_designer
+from spica.study.base import AskPlan
 from spica.study.params import Objective, Param
 from spica.study.vizier_study import VizierStudy
 
@@ -63,24 +64,25 @@ def test_same_seed_gives_same_suggestions_through_the_gp_phase(tmp_path):
 
 def test_background_warm_up_leaves_the_suggestions_unchanged(tmp_path, monkeypatch):
     monkeypatch.setattr(fast_designer, "_WARMED", set())  # as in a new process
-    warmed = study(tmp_path / "a", rounds=(2, 3, 0))
+    warmed = study(tmp_path / "a", asks=AskPlan((2, 2, 2), 0))
     assert warmed._warming is not None  # started as the study opens: rounds 2 and 3 are model-based
     first = warmed.ask(2)
     for suggestion in first:
         warmed.tell(suggestion.trial_id, throughput(suggestion.params))
     plain = study(tmp_path / "b")
     assert [[x.params for x in first]] + run_rounds(warmed, 2) == run_rounds(plain, 3)
-    single = study(tmp_path / "c", rounds=(2, 1, 0))
+    single = study(tmp_path / "c", asks=AskPlan((2,), 0))
     assert single._warming is None  # one round: nothing model-based to prepare
 
 
 def test_the_warm_up_loads_every_function_the_model_based_asks_call(tmp_path, monkeypatch):
     exported._LOADED.clear()  # as in a new process
     monkeypatch.setattr(fast_designer, "_WARMED", set())
-    warmed = study(tmp_path, rounds=(2, 3, 0))
+    warmed = study(tmp_path, asks=AskPlan((2, 2, 16), 0))  # the last ask wider: more rows than the others
     warmed._warming.result()
     loaded = set(exported._LOADED)
-    run_rounds(warmed, 3)
+    run_rounds(warmed, 2)
+    run_rounds(warmed, 1, per_round=16)
     assert loaded and set(exported._LOADED) == loaded  # the asks found every (function, shape) ready
 
 
@@ -92,7 +94,7 @@ def test_the_warm_up_scores_one_block_of_a_larger_pool_and_still_loads_every_fun
     pool = [{**point, "kv_load_ratio": ratio} for point in POOL for ratio in ratios]
     assert len(pool) > fast_designer._BLOCK * fast_designer._CHUNK
     params = PARAMS + [Param("kv_load_ratio", "double", low=0.05, high=0.8)]
-    warmed = study(tmp_path, rounds=(2, 3, 0), candidates=pool, params=params)
+    warmed = study(tmp_path, asks=AskPlan((2, 2, 2), 0), candidates=pool, params=params)
     warmed._warming.result()
     loaded = set(exported._LOADED)
     run_rounds(warmed, 3)
@@ -104,7 +106,7 @@ def test_no_garbage_collection_runs_while_a_warm_up_does(tmp_path, monkeypatch):
     import gc
 
     monkeypatch.setattr(fast_designer, "_WARMED", set())
-    first, second = study(tmp_path / "a", rounds=(2, 3, 0)), study(tmp_path / "b", rounds=(8, 4, 0))  # more rows: warmed too
+    first, second = study(tmp_path / "a", asks=AskPlan((2, 2, 2), 0)), study(tmp_path / "b", asks=AskPlan((8,) * 4, 0))  # more rows: warmed too
     assert not gc.isenabled()
     warm_ups = [first._warming, second._warming]
     warm_ups[0].result()
