@@ -3,7 +3,8 @@
 Prints per scenario (medians over seeds): process wall and start-up (launch to the first replay
 handed out), search wall, replay seconds, idle worker seconds (workers without a replay while
 evaluations remained, split by what the search was doing: spica/search/clocks.py), idle cores
-(the same for the cores those workers share, where there are fewer: GLM-5's 8 on 2), optimizer
+(the cores the workers use, with neither a replay nor an ask on them: GLM-5's 8 workers share
+2, and a study's ask runs on a core of its own), optimizer
 seconds exposed and in all, unique replays, cache hits, best score (or the front's
 hypervolume), and — where the exhaustive grid is small enough to run — the fraction of the grid
 optimum reached and the fraction of the grid's replays spent (median over seeds).
