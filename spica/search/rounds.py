@@ -28,7 +28,8 @@ of magnitude within a round (GLM-5: 1.3k–99k). Due with the rest, the slowest 
 tells behind it, and so the next ask, while the other workers ran dry; due by its cost, it comes
 in about when the rounds asked meanwhile have kept the other workers busy. A pool smaller than
 its rounds has their other replays to go on with, and deferring there only gives its asks less
-to know (S3 deferring so: front 0.94 of the peer's against 1.02, seeds 1–8). Each ask's replays are handed to the pool costliest first, so that they do not start last.
+to know (S3 deferring so: front 0.94 of the peer's against 1.02, seeds 1–8). Each ask's replays
+are handed to the pool costliest first, so that they do not start last.
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
 ask: an ask's own suggestions in ask order, then its followers), one at a time, and a branch
