@@ -9,7 +9,9 @@ seconds exposed and in all, unique replays, cache hits, best score (or the front
 hypervolume), and — where the exhaustive grid is small enough to run — the fraction of the grid
 optimum reached and the fraction of the grid's replays spent (median over seeds).
 Every search runs in a fresh Python process, as `spica` does, so per-process costs (imports,
-JAX traces, worker start-up) count. Merges into benchmarks/results/search.json.
+JAX traces, worker start-up) count. Merges into benchmarks/results/search.json. To compare two
+checkouts that share one .venv, run each with PYTHONPATH=<its checkout>: bin/setup installs
+Spica editable, so without it every checkout imports the spica of the one the venv was made for.
 
     .venv/bin/python benchmarks/bench_search.py [--seeds 5] [--scenarios s1 s2 s3 min_gpus default workload=chat ...]
                                                 [--grid s1 min_gpus] [--keep DIR]
