@@ -30,7 +30,7 @@ import logging
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Hashable, Sequence
+from typing import Callable, Hashable, Sequence
 
 from spica.study.jax_setup import configure_jax
 
@@ -415,13 +415,13 @@ def _acquisition_scores(
         multimetric_promising_region_penalty_type=_UCB_PE.multimetric_promising_region_penalty_type,
     )
 
-    def scores(function: gp_ucb_pe.UCBScoreFunction | gp_ucb_pe.PEScoreFunction, steps: bool) -> jax.Array:
+    points = tuple(part[:, :, None, :] for part in pool)  # [chunk, point, 1, width]: each point an input of its own
+
+    def scores(function: gp_ucb_pe.UCBScoreFunction | gp_ucb_pe.PEScoreFunction, over_chunks: Callable) -> jax.Array:
         def score(point: tuple[jax.Array, jax.Array]) -> jax.Array:
             return function.score(types.ModelInput(types.PaddedArray.as_padded(point[0]), types.PaddedArray.as_padded(point[1])))
 
-        points = tuple(part.reshape(part.shape[0], part.shape[1], 1, part.shape[2]) for part in pool)  # [chunk, point, 1, width]
-        if steps:
-            return jax.lax.map(jax.vmap(score), points).reshape(-1)
-        return jax.vmap(score)(tuple(part.reshape(-1, 1, part.shape[-1]) for part in points)).reshape(-1)
+        return over_chunks(jax.vmap(score), points).reshape(-1)
 
-    return jax.lax.cond(use_ucb, lambda: scores(ucb, True), lambda: scores(pe, False))  # only the one asked for runs
+    # UCB chunk by chunk, PE the whole block at once (see _CHUNK); only the one asked for runs
+    return jax.lax.cond(use_ucb, lambda: scores(ucb, jax.lax.map), lambda: scores(pe, lambda f, xs: jax.vmap(f)(xs)))
