@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
 from spica.config.schema import ADMISSION_THRESHOLDS
@@ -33,11 +33,14 @@ def _resolved(items: list[tuple[str, dict[str, Any]]], name: str) -> dict[str, A
     return next(fields for entry, fields in items if entry == name)
 
 
+LOAD_ROLE = {"agg": "agg", "disagg": "decode"}
+"""The role whose pool requests live in during decode: its KV capacity sets a KV-relative load."""
+
+
 def kv_load_capacity_tokens(unrolled: Mapping[str, Any]) -> int:
     """KV tokens of the pool where requests live during decode: per worker × replicas."""
-    if unrolled["deployment_mode"] == "agg":
-        return unrolled["agg_kv_capacity_tokens"] * unrolled["replicas"]
-    return unrolled["decode_kv_capacity_tokens"] * unrolled["decode_replicas"]
+    role = LOAD_ROLE[unrolled["deployment_mode"]]
+    return unrolled[f"{role}_kv_capacity_tokens"] * unrolled["replicas" if role == "agg" else f"{role}_replicas"]
 
 
 def kv_load_fields(config: SmartSearchConfig, unrolled: Mapping[str, Any], ratio: float) -> dict[str, Any]:
@@ -93,6 +96,26 @@ def unroll(
     out.update(_planner_fields(config, knobs, predictors))
     out.update(_workload_fields(config, out, knobs, kv_load_ratio))
     return out
+
+
+def in_flight(
+    config: SmartSearchConfig, branch: Branch, parallel: ParallelConfig, backend: str, knobs: Mapping[str, Any],
+    kv_load_ratios: Sequence[float | None] = (None,),
+) -> tuple[int | None, ...]:
+    """How many requests the candidate's workload keeps in flight at most, at each KV-load ratio
+    (None: an open loop, or a KV-relative load on a pool without a memory model): a closed
+    loop's concurrency, which on a KV-relative load follows from the capacity of the pool
+    requests decode in, as `unroll` resolves it (read once for every ratio). An engine whose
+    max_num_seqs is at least this never holds a request back, so max_num_seqs values above it
+    replay alike."""
+    if config.workload.kind != "kv_load_ratio":
+        return tuple(_workload_fields(config, {}, knobs, ratio).get("concurrency") for ratio in kv_load_ratios)
+    role = LOAD_ROLE[parallel.mode]
+    out = parallel.unrolled(backend) | _quant_fields(branch, backend, knobs)
+    out.update(_own_capacity(config, branch, parallel, backend, role, knobs[f"{role}_max_num_batched_tokens"], out))
+    if f"{role}_kv_capacity_tokens" not in out:
+        return (None,) * len(kv_load_ratios)
+    return tuple(_workload_fields(config, out, knobs, ratio)["concurrency"] for ratio in kv_load_ratios)
 
 
 def _quant_fields(branch: Branch, backend: str, knobs: Mapping[str, Any]) -> dict[str, str]:

@@ -98,7 +98,7 @@ def test_the_ledger_is_the_same_whatever_order_the_replays_finish_in(tmp_path):
     """The fast designer asks ahead with pending trials: what each ask knows must not depend on
     which replay came back first."""
     config = small(
-        search_space={"deployment_mode": ["agg", "disagg"], "agg_max_num_seqs": [16, 32, 64, 128], "decode_max_num_seqs": [64],
+        search_space={"deployment_mode": ["agg", "disagg"], "agg_max_num_seqs": [1, 2, 4, 6], "decode_max_num_seqs": [64],
                       "prefill_max_num_seqs": [4]},
         sweep={"max_rounds": 4, "candidates_per_round": 3, "designer": "fast"},
     )
@@ -207,7 +207,7 @@ class SizesPool(InlinePool):
 
 
 def test_a_round_wider_than_the_pool_is_asked_in_parts_as_wide_as_the_pool_the_last_round_whole(tmp_path, monkeypatch):
-    config = small(search_space={"agg_max_num_seqs": [16, 32, 64, 128, 256]},
+    config = small(search_space={"agg_max_num_seqs": [1, 2, 3, 4, 6]},
                    sweep={"max_rounds": 3, "candidates_per_round": 4, "parallel_evals": 2})
     untold_at_ask = []
     ask = RoundLoop._ask

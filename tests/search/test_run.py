@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import math
 
-from spica.search.branches import branches_for
-from spica.search.dimensions import branch_knobs
+import pytest
+
+from spica.evaluation.evaluate import evaluate
+from spica.search.branches import branches_for, searched_branch
+from spica.search.dimensions import branch_knobs, knob_values
 from spica.search.run import _grid_points, study_params
+from spica.search.unroll import in_flight, unroll
+from spica.space import projection
 from tests.search.test_scale_free import config
 
 
 def _disagg():
-    cfg = config({"deployment_mode": ["disagg"], "backend": ["vllm", "sglang"], "prefill_max_num_seqs": [1, 2, 4]})
+    cfg = config({"deployment_mode": ["disagg"], "backend": ["vllm", "sglang"], "prefill_max_num_seqs": [4], "decode_max_num_seqs": [256],
+                  "prefill_max_num_batched_tokens": [4096, 8192, 16384]})  # max_num_seqs pinned: no value merged (below)
     branch = branches_for(cfg)[0]
     knobs = branch_knobs(cfg, branch.mode, branch.quant_knobs())
     return cfg, branch, knobs, study_params(cfg, branch, knobs)
@@ -33,3 +39,41 @@ def test_a_sampled_grid_holds_only_points_of_the_listed_grid_drawn_by_the_seed()
     assert sample == _grid_points(branch, knobs, cfg, params, (100, 7))
     assert sample != _grid_points(branch, knobs, cfg, params, (100, 8))
     assert _grid_points(branch, knobs, cfg, params, (len(listed) + 1, 7)) == listed  # a sample as large as the grid is the grid
+
+
+def _seqs_menu(seqs):
+    cfg = config({"deployment_mode": ["agg"], "backend": ["vllm"], "agg_max_num_seqs": seqs})
+    branch = searched_branch(cfg, branches_for(cfg)[0])
+    knobs = branch_knobs(cfg, branch.mode, branch.quant_knobs())
+    return cfg, branch, knobs, study_params(cfg, branch, knobs)
+
+
+def test_the_pool_keeps_one_of_the_max_num_seqs_values_no_request_reaches_the_largest():
+    seqs = [4, 16, 64, 256, 1024]
+    cfg, branch, knobs, params = _seqs_menu(seqs)
+    points = _grid_points(branch, knobs, cfg, params)
+    kept: dict[tuple, list[int]] = {}
+    for point in points:
+        kept.setdefault(_key({name: value for name, value in point.items() if name != "agg_max_num_seqs"}), []).append(point["agg_max_num_seqs"])
+    merged = 0
+    for rest, values in kept.items():
+        point = dict(rest)
+        parallel = projection.project(branch, "vllm", point)
+        [bound] = in_flight(cfg, branch, parallel, "vllm", knob_values(knobs, {**point, "agg_max_num_seqs": seqs[0]}), [point["kv_load_ratio"]])
+        assert bound is not None
+        assert sorted(values) == [value for value in seqs if value < bound] + ([seqs[-1]] if seqs[-1] >= bound else [])
+        merged += max(0, sum(value >= bound for value in seqs) - 1)
+    assert merged > 0  # the menu's low loads reach none of the larger values
+    assert len(points) + merged == len(kept) * len(seqs)
+
+
+@pytest.mark.e2e
+def test_max_num_seqs_values_at_least_the_concurrency_replay_alike():
+    """The premise, on real replays: an engine that can hold every request in flight never holds one back."""
+    cfg, branch, knobs, _ = _seqs_menu([256, 1024])
+    parallel = branch.configs[0]
+    unrolled = [unroll(cfg, branch, parallel, "vllm", knob_values(knobs, {"agg_max_num_seqs": seqs}), {}, 0.1) for seqs in (256, 1024)]
+    assert unrolled[0]["concurrency"] <= 256
+    first, second = (evaluate(cfg, candidate) for candidate in unrolled)
+    assert first.status == second.status == "feasible"
+    assert first.metrics == second.metrics
