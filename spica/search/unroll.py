@@ -4,6 +4,8 @@ Input: the knob values of one suggestion, the projected parallel config, the cho
 and the predictor winners. Output: every value the deployment needs, resolved (KV capacity at
 the candidate's own engine settings, backend version, concurrency), irrelevant knobs absent —
 so two trials that would replay identically unroll to the same dict and the dedupe can see it.
+A knob that is set but cannot bind stays as set, since the deployment runs with it: max_num_seqs
+above the requests in flight (`in_flight`) is merged in the study's grid instead (spica/search/run.py).
 """
 
 from __future__ import annotations
