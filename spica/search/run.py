@@ -19,6 +19,7 @@ from spica.config import SmartSearchConfig
 from spica.deploy.settings import DeploySettings
 from spica.evaluation import score
 from spica.plan import Plan, compile_plan
+from spica.planner.policies import is_static
 from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results.ledger import Candidate, Journal
 from spica.results.outcome import SearchResults
@@ -132,11 +133,14 @@ def _grid_points(
     large to list): the study then scores real configs, as it does on a listed grid, not points
     of its feature space that project onto one and are told its result at features it does not have.
 
-    Points that replay alike are one point: max_num_seqs values no less than the requests the
-    workload keeps in flight never hold one back (`in_flight`), so of those only the largest
-    stays (a concurrency of 32 leaves one of the default 256, 512, 1024). S3 over 20 seeds:
-    front hypervolume 1.014 of the unmerged pool's (mean; better on 14), where up to 5 of a
-    seed's 64 replays had repeated another's result (docs/search.md step 5)."""
+    Points that replay alike are one point (a sample may so hold fewer than its size): where no
+    Planner scales (one that does reads max_num_seqs as an engine's capacity), max_num_seqs
+    values no less than the requests the workload keeps in flight never hold one back
+    (`in_flight`), so of those only the smallest stays, the one that holds the least memory in a
+    real engine (a concurrency of 32 leaves 256 of the default 256, 512, 1024). S3 over 20
+    seeds: front hypervolume 1.006 of the unmerged pool's (mean; median 1.013, better on 13),
+    where up to 5 of a seed's 64 replays had repeated another's result (docs/search.md, "Why
+    step 5 runs this way")."""
     names = {param.name for param in params}
     combos = knob_grid([knob for knob in knobs if knob.searched])
     ratio = config.workload.kv_load_ratio
@@ -150,6 +154,7 @@ def _grid_points(
         indices = sorted(int(i) for i in np.random.default_rng(sample[1]).choice(total, sample[0], replace=False))
     shapes: dict[int, dict[str, Any]] = {}  # by pair: each config's features, read once
     seqs = [knob.name for knob in knobs if knob.searched and knob.name.endswith("_max_num_seqs")]
+    static = {name for name, fields in config.search_space.scaling_policies() if is_static(fields)}
     loads: dict[tuple, tuple[int | None, ...]] = {}  # in-flight bounds at each load level, by what decides them
     values: dict[int, dict[str, Any]] = {}  # every knob's value, by combination
     quant = tuple(branch.quant_knobs())
@@ -169,11 +174,12 @@ def _grid_points(
         if seqs:
             if combo not in values:
                 values[combo] = knob_values(knobs, combos[combo])
-            bound = _in_flight(loads, config, branch, parallel, backend, values[combo], ratios, quant)[level]
-            if bound is not None:
-                replays = (pair, level, tuple(None if name in seqs and value >= bound else value for name, value in combos[combo].items()))
+            if values[combo]["planner_scaling_policy"] in static:  # a scaling Planner reads max_num_seqs as capacity
+                bound = _in_flight(loads, config, branch, parallel, backend, values[combo], ratios, quant)[level]
+                if bound is not None:
+                    replays = (pair, level, tuple(None if name in seqs and value >= bound else value for name, value in combos[combo].items()))
         kept = points.get(replays)
-        if kept is None or any(point[name] > kept[name] for name in seqs):
+        if kept is None or [point[name] for name in seqs] < [kept[name] for name in seqs]:
             points[replays] = point
     return list(points.values())
 

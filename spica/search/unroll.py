@@ -109,7 +109,7 @@ def in_flight(
     loop's concurrency, which on a KV-relative load follows from the capacity of the pool
     requests decode in, as `unroll` resolves it (read once for every ratio). An engine whose
     max_num_seqs is at least this never holds a request back, so max_num_seqs values above it
-    replay alike."""
+    replay alike where no Planner scales (one that does reads max_num_seqs as capacity)."""
     if config.workload.kind != "kv_load_ratio":
         return tuple(_workload_fields(config, {}, knobs, ratio).get("concurrency") for ratio in kv_load_ratios)
     role = LOAD_ROLE[parallel.mode]

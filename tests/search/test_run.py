@@ -11,7 +11,7 @@ from spica.evaluation.evaluate import evaluate
 from spica.search.branches import branches_for, searched_branch
 from spica.search.dimensions import branch_knobs, knob_values
 from spica.search.run import _grid_points, study_params
-from spica.search.unroll import in_flight, unroll
+from spica.search.unroll import unroll
 from spica.space import projection
 from tests.search.test_scale_free import config
 
@@ -41,30 +41,48 @@ def test_a_sampled_grid_holds_only_points_of_the_listed_grid_drawn_by_the_seed()
     assert _grid_points(branch, knobs, cfg, params, (len(listed) + 1, 7)) == listed  # a sample as large as the grid is the grid
 
 
-def _seqs_menu(seqs):
-    cfg = config({"deployment_mode": ["agg"], "backend": ["vllm"], "agg_max_num_seqs": seqs})
+def _seqs_menu(seqs, policies=("disabled",)):
+    cfg = config({"deployment_mode": ["agg"], "backend": ["vllm"], "agg_max_num_seqs": seqs, "planner_scaling_policy": list(policies)})
     branch = searched_branch(cfg, branches_for(cfg)[0])
     knobs = branch_knobs(cfg, branch.mode, branch.quant_knobs())
     return cfg, branch, knobs, study_params(cfg, branch, knobs)
 
 
-def test_the_pool_keeps_one_of_the_max_num_seqs_values_no_request_reaches_the_largest():
+def _seqs_by_rest(points) -> dict[tuple, list[int]]:
+    """The max_num_seqs values the grid holds for each of its points' other values."""
+    kept: dict[tuple, list[int]] = {}
+    for point in points:
+        rest = _key({name: value for name, value in point.items() if name != "agg_max_num_seqs"})
+        kept.setdefault(rest, []).append(point["agg_max_num_seqs"])
+    return kept
+
+
+def test_the_pool_keeps_the_smallest_of_the_max_num_seqs_values_no_request_reaches():
     seqs = [4, 16, 64, 256, 1024]
     cfg, branch, knobs, params = _seqs_menu(seqs)
     points = _grid_points(branch, knobs, cfg, params)
-    kept: dict[tuple, list[int]] = {}
-    for point in points:
-        kept.setdefault(_key({name: value for name, value in point.items() if name != "agg_max_num_seqs"}), []).append(point["agg_max_num_seqs"])
+    kept = _seqs_by_rest(points)
     merged = 0
     for rest, values in kept.items():
         point = dict(rest)
         parallel = projection.project(branch, "vllm", point)
-        [bound] = in_flight(cfg, branch, parallel, "vllm", knob_values(knobs, {**point, "agg_max_num_seqs": seqs[0]}), [point["kv_load_ratio"]])
-        assert bound is not None
-        assert sorted(values) == [value for value in seqs if value < bound] + ([seqs[-1]] if seqs[-1] >= bound else [])
-        merged += max(0, sum(value >= bound for value in seqs) - 1)
+        any_seqs = knob_values(knobs, {**point, "agg_max_num_seqs": seqs[0]})
+        bound = unroll(cfg, branch, parallel, "vllm", any_seqs, {}, point["kv_load_ratio"])["concurrency"]
+        reached, unreached = [value for value in seqs if value < bound], [value for value in seqs if value >= bound]
+        assert sorted(values) == reached + unreached[:1]
+        merged += max(0, len(unreached) - 1)
     assert merged > 0  # the menu's low loads reach none of the larger values
     assert len(points) + merged == len(kept) * len(seqs)
+
+
+def test_under_a_scaling_planner_every_max_num_seqs_value_stays():
+    """A Planner that scales reads max_num_seqs as an engine's capacity: the values replay differently."""
+    seqs = [256, 1024]
+    cfg, branch, knobs, params = _seqs_menu(seqs, ("disabled", "throughput_180_5"))
+    by_policy = {policy: _seqs_by_rest([point for point in _grid_points(branch, knobs, cfg, params)
+                                         if point["planner_scaling_policy"] == policy]) for policy in ("disabled", "throughput_180_5")}
+    assert all(values == seqs for values in by_policy["throughput_180_5"].values())
+    assert any(values == [256] for values in by_policy["disabled"].values())
 
 
 @pytest.mark.e2e
