@@ -67,6 +67,7 @@ APP = {  # the `spica` command's searches: its overrides on the command line (de
        if group.stem != "synthetic_concurrency"},
 }
 APP["workload=trace"].append(f"workload.trace_path={TRACE}")
+RESULTS = REPO / "benchmarks" / "results" / "search.json"
 GLM5_ROUNDS = 20  # 160 of the study's 640 samples (80 rounds of 8)
 GRID_REPLAY_LIMIT = 6000
 MIN_GPUS = {  # capacity planning on the 15-minute Mooncake trace: fewest GPUs within ttft 2 s / itl 50 ms
@@ -175,7 +176,7 @@ def main() -> None:
             if folder and folder.exists():  # a search there would resume its evaluations, not measure them
                 parser.error(f"--keep: {folder} exists; a search in it would reuse its results, not measure them")
         runs = [measure_in_new_process(name, folder, random_seed=seed) for folder, seed in zip(kept, seeds)]
-        entry = summary(base, runs)
+        entry = summary(base, runs, _earlier(RESULTS).get(name, {}).get("hypervolume_reference"))
         if name in args.grid and entry["grid_candidates"] <= GRID_REPLAY_LIMIT:
             grid = measure_in_new_process(name, algorithm="grid", max_rounds=10_000)
             entry["grid"] = grid
@@ -187,11 +188,14 @@ def main() -> None:
             )
             entry["fraction_of_grid_replays"] = statistics.median(run["unique_replays"] / grid["unique_replays"] for run in runs)
         print(_line(name, entry), flush=True)
-        _merge_into(REPO / "benchmarks" / "results" / "search.json", name, entry)
+        _merge_into(RESULTS, name, entry)
 
 
-def summary(base: SmartSearchConfig, runs: list[dict]) -> dict:
-    """A scenario's entry in results/search.json: its runs, and medians over them."""
+def summary(base: SmartSearchConfig, runs: list[dict], reference: list[float] | None = None) -> dict:
+    """A scenario's entry in results/search.json: its runs, and medians over them. A Pareto front's
+    hypervolume is taken against `reference` (the one results/search.json holds, so that
+    the figures of two runs of the benchmark compare), else against 0.9 × the smallest value
+    of the runs' fronts on each axis."""
     entry: dict = {"runs": runs, "grid_candidates": grid_size(base), "target": str(base.goal.target)}
     for key in ("process_wall_seconds", "startup_seconds", "wall_seconds", "replay_seconds", "idle_worker_seconds",
                 "idle_worker_share", "idle_core_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",
@@ -204,7 +208,8 @@ def summary(base: SmartSearchConfig, runs: list[dict]) -> dict:
     if base.goal.target == "pareto":
         fronts = [run["front"] for run in runs]
         every = [point for front in fronts for point in front]
-        reference = [min(p[0] for p in every) * 0.9, min(p[1] for p in every) * 0.9] if every else [0.0, 0.0]
+        if reference is None:
+            reference = [min(p[0] for p in every) * 0.9, min(p[1] for p in every) * 0.9] if every else [0.0, 0.0]
         entry["hypervolume_reference"] = reference
         entry["median_hypervolume"] = statistics.median(hypervolume_2d(front, reference) for front in fronts)
     else:
@@ -212,12 +217,15 @@ def summary(base: SmartSearchConfig, runs: list[dict]) -> dict:
     return entry
 
 
+def _earlier(out: Path) -> dict:
+    return json.loads(out.read_text()) if out.exists() else {}
+
+
 def _merge_into(out: Path, name: str, entry: dict) -> None:
     """Each scenario is written as soon as it is measured (a long one stopped leaves the others),
     beside those of earlier runs."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    earlier = json.loads(out.read_text()) if out.exists() else {}
-    out.write_text(json.dumps(earlier | {name: entry}, indent=1))
+    out.write_text(json.dumps(_earlier(out) | {name: entry}, indent=1))
     print(f"wrote {name} to {out}", flush=True)
 
 
