@@ -102,7 +102,7 @@ def unroll(
 
 def in_flight(
     config: SmartSearchConfig, branch: Branch, parallel: ParallelConfig, backend: str, knobs: Mapping[str, Any],
-    kv_load_ratios: Sequence[float | None] = (None,),
+    kv_load_ratios: Sequence[float | None],
 ) -> tuple[int | None, ...]:
     """How many requests the candidate's workload keeps in flight at most, at each KV-load ratio
     (None: an open loop, or a KV-relative load on a pool without a memory model): a closed
