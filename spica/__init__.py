@@ -13,6 +13,9 @@ from typing import Any
 # Dynamo logs every timing-table load and planner start; a search makes hundreds. Keep its
 # errors unless the user chose a level (DYN_LOG=info to see everything).
 os.environ.setdefault("DYN_LOG", "error")
+# Importing Dynamo's planner configures its logging, and with it SGLang's: a JSON file written
+# to the temporary folder and never removed, one per process. Spica runs no SGLang engine.
+os.environ.setdefault("DYN_SKIP_SGLANG_LOG_FORMATTING", "1")
 # AI Configurator / AIS perf databases warn about data provenance (fallback rows, sibling
 # versions) once per process: every worker would repeat it, and nothing in it is actionable.
 for _chatty in ("aiconfigurator_core", "aisimulate_core", "absl"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -188,3 +189,16 @@ def test_throughput_scaling_needs_the_sla_target_and_its_bounds():
         planner_config({**AGG, **unrolled("throughput_180_5", "sla"), "planner_optimization_target": "throughput"}, SLA)
     with pytest.raises(PlannerConfigError, match=r"^planner target 'sla' needs goal.sla.ttft_ms and goal.sla.itl_ms$"):
         planner_config({**AGG, **unrolled("load_180_5", "sla")}, SimpleNamespace(ttft_ms=None, itl_ms=None, e2e_ms=900.0))
+
+
+def test_importing_dynamos_planner_leaves_nothing_in_the_temporary_folder(tmp_path):
+    """Dynamo's planner configures SGLang's logging on import by writing a JSON file it never
+    removes; Spica's package root turns that off for every process it starts."""
+    import subprocess
+    import sys
+
+    code = "import spica, dynamo.planner.connectors.virtual"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env.pop("DYN_SKIP_SGLANG_LOG_FORMATTING", None)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
