@@ -367,10 +367,17 @@ def _leave(code: int) -> NoReturn:
     closed; left to itself it ends only after its own finalization, ~0.1 s after this process),
     multiprocessing's resource tracker (it ends when this process's end of its pipe closes, so
     it would end after this process) and multiprocessing's temporary folder (the forkserver's
-    socket, `/tmp/pymp-*`)."""
+    socket, `/tmp/pymp-*`). An interrupted search's pools still hold their queues' semaphores:
+    they are removed here, as their owners' finalizers would at a normal exit, before the tracker
+    stops. Left to the tracker, it removed them itself with a warning of leaks, and the
+    finalizers, run later by a garbage collection, printed a traceback for each."""
     logging.shutdown()
     if "multiprocessing" in sys.modules:
-        from multiprocessing import forkserver, resource_tracker, util
+        from multiprocessing import forkserver, resource_tracker, synchronize, util
+
+        for finalizer in list(util._finalizer_registry.values()):  # a copy: each call removes itself
+            if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
+                finalizer()
 
         server = getattr(forkserver, "_forkserver", None)
         pid = getattr(server, "_forkserver_pid", None)  # the module's one forkserver, if it was started

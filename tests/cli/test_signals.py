@@ -157,7 +157,8 @@ def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, 
     if signum != signal.SIGKILL:
         how = "terminated" if signum == signal.SIGTERM else "interrupted"
         assert f"spica: {how}. Finished evaluations are kept; run again with results_dir={results} to resume." in stderr
-        assert "Traceback" not in stderr
+        # nothing but Spica's own lines: no traceback, no multiprocessing warning of leaked semaphores
+        assert [line for line in stderr.splitlines() if line.strip() and not line.startswith("spica: ")] == []
     deadline = time.monotonic() + 15
     while _alive(started) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -218,6 +219,28 @@ def _a_replaying_worker(workers: list[int], process: subprocess.Popen) -> int:
         running = now
         time.sleep(0.005)
     pytest.fail("no worker was seen replaying")
+
+
+def test_a_search_stopped_while_it_starts_says_only_its_own_lines(tmp_path, leave_nothing):
+    """SIGTERM once the evaluation workers are up, before any result: the pools are still
+    starting and hold their queues' semaphores, which the exit removes without multiprocessing's
+    warning of leaked semaphores or a finalizer's traceback."""
+    results = tmp_path / "results"
+    search = _start(results)
+    leave_nothing(search)
+    deadline = time.monotonic() + 300
+    while not _pool_workers(search.pid) and search.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = _descendants(search.pid)
+    assert not (results / "evaluations.jsonl").exists() or not (results / "evaluations.jsonl").read_text().strip()
+    search.send_signal(signal.SIGTERM)
+    _, stderr = search.communicate(timeout=120)
+    assert search.returncode == 143, stderr[-3000:]
+    assert [line for line in stderr.splitlines() if line.strip() and not line.startswith("spica: ")] == []
+    deadline = time.monotonic() + 15
+    while _alive(started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(started) and _left_in_tmp(results) == []
 
 
 def test_a_pool_worker_killed_mid_search_costs_nothing(tmp_path, leave_nothing):
