@@ -24,6 +24,10 @@ the largest of the seeds: every single run of them should hide its optimizer. wo
 not in the default list: one of its first candidates (disagg SGLang P 1×TP2 + D 2×TP1) replays
 until the 600 s time cap, so a seed takes over 10 minutes here (`--scenarios workload=trace --seeds 1`).
 
+Where benchmarks/results/peer.json holds the peer's runs of a scenario (S3: `aisimulate recommend`
+on benchmarks/peer/s3.yaml, re-scored by benchmarks/peer/rescore.py), each run's front hypervolume
+is also printed as a share of the peer's mean, on the same reference.
+
 min_gpus is Spica's own capacity-planning scenario (MIN_GPUS below): the GPUs of its answer are
 printed next to those of the exhaustive grid's. glm5 is upstream Spica's GLM-5-FP8 / 72 B200 study
 (examples/glm5_b200_72.yaml, unchanged) cut to its first GLM5_ROUNDS rounds of 8; not in the
@@ -68,6 +72,7 @@ APP = {  # the `spica` command's searches: its overrides on the command line (de
 }
 APP["workload=trace"].append(f"workload.trace_path={TRACE}")
 RESULTS = REPO / "benchmarks" / "results" / "search.json"
+PEER = REPO / "benchmarks" / "results" / "peer.json"  # the peer's fronts, re-scored by Spica (benchmarks/peer/rescore.py)
 GLM5_ROUNDS = 20  # 160 of the study's 640 samples (80 rounds of 8)
 GRID_REPLAY_LIMIT = 6000
 MIN_GPUS = {  # capacity planning on the 15-minute Mooncake trace: fewest GPUs within ttft 2 s / itl 50 ms
@@ -176,7 +181,7 @@ def main() -> None:
             if folder and folder.exists():  # a search there would resume its evaluations, not measure them
                 parser.error(f"--keep: {folder} exists; a search in it would reuse its results, not measure them")
         runs = [measure_in_new_process(name, folder, random_seed=seed) for folder, seed in zip(kept, seeds)]
-        entry = summary(base, runs, _earlier(RESULTS).get(name, {}).get("hypervolume_reference"))
+        entry = summary(base, runs, _earlier(RESULTS).get(name, {}).get("hypervolume_reference"), _earlier(PEER).get(name))
         if name in args.grid and entry["grid_candidates"] <= GRID_REPLAY_LIMIT:
             grid = measure_in_new_process(name, algorithm="grid", max_rounds=10_000)
             entry["grid"] = grid
@@ -191,11 +196,12 @@ def main() -> None:
         _merge_into(RESULTS, name, entry)
 
 
-def summary(base: SmartSearchConfig, runs: list[dict], reference: list[float] | None = None) -> dict:
+def summary(base: SmartSearchConfig, runs: list[dict], reference: list[float] | None = None, peer: dict | None = None) -> dict:
     """A scenario's entry in results/search.json: its runs, and medians over them. A Pareto front's
     hypervolume is taken against `reference` (the one results/search.json holds, so that
     the figures of two runs of the benchmark compare), else against 0.9 × the smallest value
-    of the runs' fronts on each axis."""
+    of the runs' fronts on each axis; with the `peer`'s runs (results/peer.json), each run's
+    hypervolume is also a share of the mean of the peer's on the same reference."""
     entry: dict = {"runs": runs, "grid_candidates": grid_size(base), "target": str(base.goal.target)}
     for key in ("process_wall_seconds", "startup_seconds", "wall_seconds", "replay_seconds", "idle_worker_seconds",
                 "idle_worker_share", "idle_core_share", "optimizer_seconds", "optimizer_exposed_seconds", "optimizer_share",
@@ -212,6 +218,11 @@ def summary(base: SmartSearchConfig, runs: list[dict], reference: list[float] | 
             reference = [min(p[0] for p in every) * 0.9, min(p[1] for p in every) * 0.9] if every else [0.0, 0.0]
         entry["hypervolume_reference"] = reference
         entry["median_hypervolume"] = statistics.median(hypervolume_2d(front, reference) for front in fronts)
+        if peer:
+            entry["peer_hypervolumes"] = [hypervolume_2d(run["front"], reference) for run in peer["runs"]]
+            theirs = statistics.mean(entry["peer_hypervolumes"])
+            entry["shares_of_peer_hypervolume"] = [round(hypervolume_2d(front, reference) / theirs, 4) for front in fronts]
+            entry["median_share_of_peer_hypervolume"] = statistics.median(entry["shares_of_peer_hypervolume"])
     else:
         entry["median_best_score"] = statistics.median(run["best_score"] for run in runs if run["best_score"] is not None)
     return entry
@@ -246,6 +257,8 @@ def _line(name: str, entry: dict) -> str:
         parts.append(f"best {entry['median_best_score']:.1f}")
     if "median_hypervolume" in entry:
         parts.append(f"hypervolume {entry['median_hypervolume']:.4g}")
+    if "median_share_of_peer_hypervolume" in entry:
+        parts.append(f"{entry['median_share_of_peer_hypervolume']:.3f} of the peer's ({len(entry['peer_hypervolumes'])} runs, re-scored)")
     if "grid_best_gpus" in entry and entry["grid_best_gpus"] is not None and entry["target"] == "min_gpus":
         parts.append(f"answer {entry['best_gpus']} GPUs vs the grid's {entry['grid_best_gpus']}")
     if "fraction_of_grid_optimum" in entry:
