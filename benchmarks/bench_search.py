@@ -54,7 +54,7 @@ from spica.search import run_smart_search
 from spica.search.branches import branches_for
 from spica.search.clocks import idle_core_share, idle_shares
 from spica.search.dimensions import branch_knobs
-from spica.search.run import _grid_size
+from spica.search.run import KV_LOAD_LEVELS, _grid_size
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SPICA_SHARED_DIR", REPO.parent / "shared"))
@@ -156,7 +156,10 @@ def measure(config: SmartSearchConfig, keep: Path | None = None) -> dict:
 
 
 def grid_size(config: SmartSearchConfig) -> int:
-    return sum(_grid_size(branch, branch_knobs(config, branch.mode)) for branch in branches_for(config))
+    """The grid's points at each KV-load level (five where the ratio is a range), before those that
+    replay alike are merged (spica/search/run.py `_grid_points`)."""
+    levels = KV_LOAD_LEVELS if isinstance(config.workload.kv_load_ratio, list) else 1
+    return levels * sum(_grid_size(branch, branch_knobs(config, branch.mode)) for branch in branches_for(config))
 
 
 def main() -> None:
@@ -267,7 +270,7 @@ def _line(name: str, entry: dict) -> str:
             f"{entry['fraction_of_grid_replays'] * 100:.1f}% of its {entry['grid']['unique_replays']} replays"
         )
     else:
-        parts.append(f"grid of {entry['grid_candidates']} candidates not run")
+        parts.append(f"grid of {entry['grid_candidates']:,} candidates (before merging those that replay alike) not run")
     return ", ".join(parts)
 
 

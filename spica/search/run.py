@@ -40,6 +40,9 @@ from spica.study.params import Param
 log = logging.getLogger("spica.search")
 
 GRID_LIMIT = 20000
+KV_LOAD_LEVELS = 5
+"""Points of a ranged KV-load ratio in the study's grid, evenly spaced from its low end to its
+high end (nine measured worse: docs/search.md, "Why step 5 runs this way")."""
 POOL_SAMPLE = 8192
 """Points of a grid too large to list that a model-based study scores. S3 over 10 seeds, front
 hypervolume against the peer's: 0.90 when the study scored 2,048 points of its feature space
@@ -144,7 +147,7 @@ def _grid_points(
     names = {param.name for param in params}
     combos = knob_grid([knob for knob in knobs if knob.searched])
     ratio = config.workload.kv_load_ratio
-    ratios = [ratio[0] + (ratio[1] - ratio[0]) * step / 4 for step in range(5)] if isinstance(ratio, list) else [None]
+    ratios = [ratio[0] + (ratio[1] - ratio[0]) * step / (KV_LOAD_LEVELS - 1) for step in range(KV_LOAD_LEVELS)] if isinstance(ratio, list) else [None]
     pairs = [(parallel, backend) for parallel in branch.configs for backend in parallel.backends]
     per_pair = len(combos) * len(ratios)
     total = len(pairs) * per_pair
