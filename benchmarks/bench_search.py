@@ -51,7 +51,7 @@ from spica.config import SmartSearchConfig
 from spica.evaluation import score
 from spica.evaluation.score import hypervolume_2d
 from spica.search import run_smart_search
-from spica.search.branches import branches_for
+from spica.search.branches import branches_for, searched_branch
 from spica.search.clocks import idle_core_share, idle_shares
 from spica.search.dimensions import branch_knobs
 from spica.search.run import KV_LOAD_LEVELS, _grid_size
@@ -156,10 +156,12 @@ def measure(config: SmartSearchConfig, keep: Path | None = None) -> dict:
 
 
 def grid_size(config: SmartSearchConfig) -> int:
-    """The grid's points at each KV-load level (five where the ratio is a range), before those that
-    replay alike are merged (spica/search/run.py `_grid_points`)."""
+    """The studies' grid: the configs each branch searches (a scale-free search keeps one per
+    replica ratio: docs/search.md step 4) with their knobs, at each KV-load level (five where the
+    ratio is a range), before those that replay alike are merged (spica/search/run.py `_grid_points`)."""
     levels = KV_LOAD_LEVELS if isinstance(config.workload.kv_load_ratio, list) else 1
-    return levels * sum(_grid_size(branch, branch_knobs(config, branch.mode)) for branch in branches_for(config))
+    searched = (searched_branch(config, branch) for branch in branches_for(config))
+    return levels * sum(_grid_size(branch, branch_knobs(config, branch.mode, branch.quant_knobs())) for branch in searched)
 
 
 def main() -> None:

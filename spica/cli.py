@@ -377,7 +377,8 @@ def _leave(code: int) -> NoReturn:
 
         for finalizer in list(util._finalizer_registry.values()):  # a copy: each call removes itself
             if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
-                finalizer()
+                with contextlib.suppress(Exception):  # already gone (a cleaner of /dev/shm): nothing to remove
+                    finalizer()
 
         server = getattr(forkserver, "_forkserver", None)
         pid = getattr(server, "_forkserver_pid", None)  # the module's one forkserver, if it was started

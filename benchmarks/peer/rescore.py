@@ -39,6 +39,7 @@ from spica.evaluation.evaluate import evaluate
 from spica.search.branches import branches_for
 from spica.search.unroll import unroll
 from spica.space.branches import BackendFit, ParallelConfig, RolePool, worker_capacity
+from spica.space.cache import atomic_write_text
 from spica.space.capacity import MemorySettings
 from spica.space.shapes import WorkerShape
 from spica.unrolled import ROLES
@@ -125,7 +126,11 @@ def main() -> None:
         if record["status"] != "feasible":
             continue
         own.append([float(record["objectives"][name]) for name in OBJECTIVES])
-        evaluation = evaluate(config, mapper.candidate(record["config"]))
+        try:
+            evaluation = evaluate(config, mapper.candidate(record["config"]))
+        except LookupError as exc:  # Spica's memory model finds the layout cannot hold the context
+            print(f"candidate {record['candidate_id']}: not scored by Spica ({exc})")
+            continue
         if evaluation.status == "feasible":
             points.append([float(evaluation.objectives[name]) for name in OBJECTIVES])
     run = {
@@ -139,7 +144,7 @@ def main() -> None:
     earlier = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     runs = [kept for kept in earlier.get("s3", {}).get("runs", []) if kept["seed"] != args.seed] + [run]
     earlier["s3"] = {"peer": PEER, "objectives": list(OBJECTIVES), "runs": sorted(runs, key=lambda kept: kept["seed"])}
-    RESULTS.write_text(json.dumps(earlier, indent=1) + "\n")
+    atomic_write_text(RESULTS, json.dumps(earlier, indent=1) + "\n")
     print(f"seed {args.seed}: {len(points)} of {len(records)} re-scored feasible, front of {len(run['front'])}; wrote {RESULTS}")
 
 

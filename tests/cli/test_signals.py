@@ -231,6 +231,7 @@ def test_a_search_stopped_while_it_starts_says_only_its_own_lines(tmp_path, leav
     deadline = time.monotonic() + 300
     while not _pool_workers(search.pid) and search.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert _pool_workers(search.pid), "the search started its evaluation workers"
     started = _descendants(search.pid)
     assert not (results / "evaluations.jsonl").exists() or not (results / "evaluations.jsonl").read_text().strip()
     search.send_signal(signal.SIGTERM)
