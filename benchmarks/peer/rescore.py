@@ -42,7 +42,7 @@ from spica.space.branches import BackendFit, ParallelConfig, RolePool, worker_ca
 from spica.space.cache import atomic_write_text
 from spica.space.capacity import MemorySettings
 from spica.space.shapes import WorkerShape
-from spica.unrolled import ROLES
+from spica.unrolled import ROLES, shape_prefix
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO.parent / "shared" / "scenarios" / "s3_moe_pareto.yaml"
@@ -55,7 +55,7 @@ def _pools(sample: dict[str, Any]) -> tuple[RolePool, ...]:
     mode = sample["deployment_mode"]
     pools = []
     for role in ROLES[mode]:
-        prefix = "" if mode == "agg" else f"{role}_"
+        prefix = shape_prefix(role)
         shape = WorkerShape(
             tp=int(sample[f"{prefix}tp"]), pp=int(sample.get(f"{prefix}pp") or 1), attention_dp=int(sample[f"{prefix}attention_dp"]),
             moe_tp=int(sample[f"{prefix}moe_tp"]), moe_ep=int(sample[f"{prefix}moe_ep"]),

@@ -21,6 +21,7 @@ from spica.quant import QUANT_FIELDS
 from spica.search.dimensions import KV_ROUTER_KNOBS, OFFLOAD_ROUTER_KNOBS, ROLES
 from spica.space.branches import Branch, ParallelConfig, worker_capacity
 from spica.space.capacity import UNKNOWN_CAPACITY_BLOCKS, MemorySettings
+from spica.unrolled import shape_prefix
 
 PINNED_FIELDS = (
     "model_name", "hardware_sku", "startup_time", "aic_nextn", "gpu_budget", "min_gpu_budget", "min_endpoint",
@@ -42,7 +43,7 @@ LOAD_ROLE = {"agg": "agg", "disagg": "decode"}
 def kv_load_capacity_tokens(unrolled: Mapping[str, Any]) -> int:
     """KV tokens of the pool where requests live during decode: per worker × replicas."""
     role = LOAD_ROLE[unrolled["deployment_mode"]]
-    return unrolled[f"{role}_kv_capacity_tokens"] * unrolled["replicas" if role == "agg" else f"{role}_replicas"]
+    return unrolled[f"{role}_kv_capacity_tokens"] * unrolled[f"{shape_prefix(role)}replicas"]
 
 
 def kv_load_fields(config: SmartSearchConfig, unrolled: Mapping[str, Any], ratio: float) -> dict[str, Any]:
