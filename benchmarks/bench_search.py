@@ -8,8 +8,9 @@ evaluations remained, split by what the search was doing: spica/search/clocks.py
 seconds exposed and in all, unique replays, cache hits, best score (or the front's
 hypervolume), and — where the exhaustive grid is small enough to run — the fraction of the grid
 optimum reached and the fraction of the grid's replays spent (median over seeds).
-Every search runs in a fresh Python process, as `spica` does, so per-process costs (imports,
-JAX traces, worker start-up) count. Merges into benchmarks/results/search.json. To compare two
+Every search is the `spica` command itself, as a user runs it (a config file or the app's
+overrides, with the seed as an override), timed from its launch and read back from its results
+folder, so per-process costs (imports, JAX traces, worker start-up, its exit) count. Merges into benchmarks/results/search.json. To compare two
 checkouts that share one .venv, run each with PYTHONPATH=<its checkout>: bin/setup installs
 Spica editable, so without it every checkout imports the spica of the one the venv was made for.
 
@@ -50,7 +51,7 @@ from spica.cli import compose
 from spica.config import SmartSearchConfig
 from spica.evaluation import score
 from spica.evaluation.score import hypervolume_2d
-from spica.search import run_smart_search
+from spica.results.ledger import Candidate
 from spica.search.branches import branches_for, searched_branch
 from spica.search.clocks import idle_core_share, idle_shares
 from spica.search.dimensions import branch_knobs
@@ -101,35 +102,54 @@ def _scenario(name: str) -> SmartSearchConfig:
     return SmartSearchConfig.from_yaml(EXAMPLES.get(name) or SHARED / "scenarios" / SCENARIOS[name])
 
 
+def command(name: str, folder: Path, scratch: Path, **sweep: object) -> list[str]:
+    """The `spica` command a user would run for the scenario, its results into `folder`: the app's
+    own searches as their overrides, the others as a config file (min_gpus written to `scratch`),
+    with `sweep` as overrides."""
+    spica = [str(Path(sys.executable).with_name("spica"))]
+    sweep = ({"max_rounds": GLM5_ROUNDS} if name == "glm5" else {}) | sweep
+    overrides = [f"sweep.{key}={value}" for key, value in sweep.items()] + [f"results_dir={folder}"]
+    if name in APP:
+        return spica + APP[name] + overrides
+    if name == "min_gpus":
+        config = scratch / "min_gpus.yaml"
+        config.write_text(json.dumps(MIN_GPUS))  # JSON is YAML
+    else:
+        config = EXAMPLES.get(name) or SHARED / "scenarios" / SCENARIOS[name]
+    return spica + ["--config-file", str(config)] + overrides
+
+
 def measure_in_new_process(name: str, keep: Path | None = None, **sweep: object) -> dict:
-    """One search in a fresh interpreter (see `measure`); its record comes back as JSON, with the
-    process's wall and its start-up: from launching the interpreter to the first replay handed out.
-    `keep`: the folder to leave the search's results in (else a temporary one)."""
-    command = [sys.executable, __file__, "--measure", name, json.dumps(sweep), *(["--keep", str(keep)] if keep else [])]
-    launched = time.time()
-    output = subprocess.run(command, check=True, capture_output=True, text=True, cwd=REPO).stdout
-    record = json.loads(output.strip().splitlines()[-1])
-    record["process_wall_seconds"] = round(time.time() - launched, 2)
+    """One search by the `spica` command itself, in a fresh process (`command`), timed from its
+    launch: its record (`record_of`) with the process's wall and its start-up, from launching the
+    command to the first replay handed out. `keep`: the folder to leave the search's results in
+    (else a temporary one)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = keep or Path(scratch) / "results"
+        launched = time.time()
+        subprocess.run(command(name, folder, Path(scratch), **sweep), check=True, capture_output=True, text=True, cwd=REPO)
+        ended = time.time()
+        record = record_of(load(name, **sweep), folder)
+    record["process_wall_seconds"] = round(ended - launched, 2)
     first = record.pop("first_evaluation_at")
     record["startup_seconds"] = round(first - launched, 2) if first else None
     return record
 
 
-def measure(config: SmartSearchConfig, keep: Path | None = None) -> dict:
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = keep or scratch
-        started = time.monotonic()
-        results = run_smart_search(config, results_dir=folder)
-        wall = time.monotonic() - started
-        timings = json.loads((Path(folder) / "summary.json").read_text())["timings"]
+def record_of(config: SmartSearchConfig, folder: Path) -> dict:
+    """A finished search's figures, read from its results folder (summary.json and the ledger)."""
+    summary_file = json.loads((folder / "summary.json").read_text())
+    timings, tallies = summary_file["timings"], summary_file["tallies"]
+    ledger = {entry["key"]: Candidate.from_dict(entry) for entry in json.loads((folder / "ledger.json").read_text())}
+    results = [ledger[key] for key in summary_file["selected"]]
     objectives = config.goal.objectives
     workers = timings["workers"]
     window = (timings["evaluations_done_at"] - timings["first_evaluation_at"]) if timings["first_evaluation_at"] else 0.0
     idle = sum(timings["idle_worker_seconds"].values())
     record = {
-        "wall_seconds": round(wall, 2),
+        "wall_seconds": round(timings["wall_seconds"], 2),
         "first_evaluation_at": timings["first_evaluation_at"],
-        "replay_seconds": round(sum(c.provenance.get("replay_seconds", 0.0) for c in results.ledger), 2),
+        "replay_seconds": round(sum(c.provenance.get("replay_seconds", 0.0) for c in ledger.values()), 2),
         "idle_worker_seconds": round(idle, 2),  # workers without a replay while evaluations remained
         "idle_worker_share": round(idle / (workers * window), 4) if window else 0.0,
         "idle_worker_share_by_phase": {phase: round(share, 4) for phase, share in (idle_shares(timings) or dict.fromkeys(timings["idle_worker_seconds"], 0.0)).items()},
@@ -139,10 +159,10 @@ def measure(config: SmartSearchConfig, keep: Path | None = None) -> dict:
         "optimizer_exposed_seconds": round(timings["optimizer_exposed_seconds"], 2),
         "optimizer_share": round(timings["optimizer_exposed_seconds"] / timings["wall_seconds"], 4),
         "optimizer_total_share": round(timings["optimizer_seconds"] / timings["wall_seconds"], 4),
-        "unique_replays": len(results.ledger),
-        "failed": results.tallies["failed"],
-        "cache_hits": results.tallies["cache_hits"],
-        "tallies": results.tallies,
+        "unique_replays": len(ledger),
+        "failed": tallies["failed"],
+        "cache_hits": tallies["cache_hits"],
+        "tallies": tallies,
     }
     if config.goal.target == "pareto":
         points = [[score.signed_score(name, c.objectives) for name in objectives] for c in results]
@@ -176,7 +196,7 @@ def main() -> None:
     os.chdir(REPO)  # scenario paths are relative to the project root
     if args.measure:
         name, sweep = args.measure
-        print(json.dumps(measure(load(name, **json.loads(sweep)), args.keep)))
+        print(json.dumps(measure_in_new_process(name, args.keep, **json.loads(sweep))))
         return
     for name in args.scenarios:
         base = load(name)
