@@ -1,0 +1,145 @@
+"""Spica and the peer (NVIDIA's `aisimulate recommend`) side by side: each scenario run by both,
+one after the other on this machine, in one run; both tools' answers scored by Spica's evaluator.
+
+    .venv/bin/python benchmarks/bench_peer.py [--scenarios s1 s2 s3] [--seeds 5] [--glm5-rounds 0]
+                                              [--out DIR]
+
+Per scenario: the peer once (benchmarks/peer/run.sh on benchmarks/peer/<scenario>.yaml, the
+scenario's own seed; its candidates re-scored by benchmarks/peer/rescore.py into
+results/peer.json), then Spica `--seeds` times, each in a fresh process (bench_search.py's
+measure, seeds from the scenario's own). Printed as one table and written to
+benchmarks/results/peer_side_by_side.json:
+- time: the peer's process wall against the median of Spica's, and their ratio;
+- quality, one objective (S1, S2): each tool's best replayed REPLAYS times by Spica's evaluator,
+  mean and range (a kv_router candidate replays differently each time: Dynamo's router takes no
+  seed); Spica's best is the median seed's;
+- quality, a Pareto front (S3): each Spica run's hypervolume as a share of this peer run's, on
+  results/search.json's reference;
+- `--glm5-rounds N` (N > 0): upstream's GLM-5 study (examples/glm5_b200_72.yaml) cut to its first N
+  rounds of 8, Spica alone (the peer has no such config); its wall and median seconds per evaluation.
+
+The peer runs in a venv of its own (PEER_AISIMULATE, default /work/peer/env/bin/aisimulate;
+benchmarks/peer/rescore.py says how it was installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench_search import PEER, REPO, RESULTS, load, measure_in_new_process, summary
+from spica.config import SmartSearchConfig
+from spica.evaluation.evaluate import evaluate
+from spica.evaluation.score import hypervolume_2d
+from spica.unrolled import Unrolled
+
+OUT = REPO / "benchmarks" / "results" / "peer_side_by_side.json"
+REPLAYS = 5  # each best replayed this many times: a kv_router candidate's score varies run to run
+
+
+def run_peer(scenario: str, seed: int, folder: Path) -> dict:
+    """The peer's run, re-scored into results/peer.json; its entry there."""
+    subprocess.run([REPO / "benchmarks" / "peer" / "run.sh", scenario, str(seed), folder], check=True, cwd=REPO)
+    subprocess.run(
+        [sys.executable, REPO / "benchmarks" / "peer" / "rescore.py", folder / "peer", "--scenario", scenario,
+         "--seed", str(seed), "--time", folder / "time.txt"],
+        check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    return next(run for run in json.loads(PEER.read_text())[scenario]["runs"] if run["seed"] == seed)
+
+
+def spica_best(folder: Path) -> dict:
+    """A kept search's best candidate (summary.json's first selected) as unrolled."""
+    first = json.loads((folder / "summary.json").read_text())["selected"][0]
+    return next(entry["unrolled"] for entry in json.loads((folder / "ledger.json").read_text()) if entry["key"] == first)
+
+
+def replayed(config: SmartSearchConfig, unrolled: dict) -> dict:
+    """The candidate's objective over REPLAYS replays by Spica's evaluator: mean, least, most."""
+    target = str(config.goal.target)
+    values = [evaluate(config, unrolled).objectives.get(target) for _ in range(REPLAYS)]
+    values = [value for value in values if value is not None]
+    return {"label": Unrolled.of(unrolled).label, "mean": statistics.mean(values) if values else None,
+            "least": min(values, default=None), "most": max(values, default=None), "replays": len(values)}
+
+
+def side_by_side(scenario: str, seeds: int, scratch: Path) -> dict:
+    base = load(scenario)
+    seed = base.sweep.random_seed
+    peer = run_peer(scenario, seed, scratch / f"{scenario}-peer")
+    kept = [scratch / f"{scenario}-spica-{seed + offset}" for offset in range(seeds)]
+    runs = [measure_in_new_process(scenario, folder, random_seed=seed + offset) for offset, folder in enumerate(kept)]
+    reference = json.loads(RESULTS.read_text()).get(scenario, {}).get("hypervolume_reference") if RESULTS.exists() else None
+    entry = summary(base, runs, reference, {"runs": [peer]})
+    row = {"scenario": scenario, "peer_seed": seed, "peer_wall_seconds": peer["wall_seconds"], "spica": entry,
+           "ratio": round(peer["wall_seconds"] / entry["median_process_wall_seconds"], 1)}
+    if base.goal.is_pareto:
+        row["peer_hypervolume"] = entry["peer_hypervolumes"][0]
+        row["quality"] = f"hypervolume {statistics.median(entry['shares_of_peer_hypervolume']):.3f} of the peer's " \
+                         f"(seeds {min(entry['shares_of_peer_hypervolume']):.3f}-{max(entry['shares_of_peer_hypervolume']):.3f})"
+        return row
+    config = SmartSearchConfig.from_mapping(base.to_data() | {"sweep": base.to_data()["sweep"] | {"max_eval_seconds": None}})
+    median_seed = sorted(range(seeds), key=lambda index: runs[index]["best_score"])[seeds // 2]
+    row["spica_best"] = replayed(config, spica_best(kept[median_seed]))
+    row["peer_best"] = replayed(config, peer["best"]["candidate"]) if peer.get("best") else None
+    ours, theirs = row["spica_best"], row["peer_best"] or {"label": "none", "mean": 0.0, "least": 0.0, "most": 0.0}
+    row["quality"] = f"{ours['label']} {ours['mean']:.1f} ({ours['least']:.1f}-{ours['most']:.1f}) vs " \
+                     f"{theirs['label']} {theirs['mean']:.1f} ({theirs['least']:.1f}-{theirs['most']:.1f})"
+    return row
+
+
+def glm5(rounds: int, scratch: Path) -> dict:
+    """Upstream's GLM-5 study cut to `rounds` rounds of 8: Spica alone."""
+    folder = scratch / "glm5"
+    record = measure_in_new_process("glm5", folder, max_rounds=rounds)
+    seconds = [entry["seconds"] for entry in json.loads((folder / "ledger.json").read_text()) if entry.get("seconds")]
+    return {"scenario": "glm5", "rounds": rounds, "spica": record, "evaluations": record["unique_replays"],
+            "median_evaluation_seconds": statistics.median(seconds) if seconds else None,
+            "max_evaluation_seconds": max(seconds, default=None)}
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| scenario | Spica process (median) | peer | ratio | quality (Spica's evaluator on both) | Spica idle workers (median, most) |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        spica = row["spica"]
+        if row["scenario"] == "glm5":
+            lines.append(f"| GLM-5, {row['rounds']} rounds of 8 | {spica['process_wall_seconds']:.1f} s, {row['evaluations']} evaluations, "
+                         f"median {row['median_evaluation_seconds']:.1f} s, most {row['max_evaluation_seconds']:.1f} s each | - | - | "
+                         f"{spica['failed']} failed | {spica['idle_worker_share'] * 100:.1f} % |")
+            continue
+        idle = [run["idle_worker_share"] for run in spica["runs"]]
+        lines.append(f"| {row['scenario'].upper()} | {spica['median_process_wall_seconds']:.1f} s | {row['peer_wall_seconds']:.0f} s | "
+                     f"{row['ratio']:.0f}x | {row['quality']} | {statistics.median(idle) * 100:.1f} %, {max(idle) * 100:.1f} % |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", nargs="*", default=["s1", "s2", "s3"], choices=["s1", "s2", "s3"])
+    parser.add_argument("--seeds", type=int, default=5, help="Spica's runs per scenario")
+    parser.add_argument("--glm5-rounds", type=int, default=0, help="also run upstream's GLM-5 study cut to N rounds (0: not)")
+    parser.add_argument("--out", type=Path, help="keep both tools' outputs under DIR (else a temporary folder)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as temporary:
+        scratch = (args.out or Path(temporary)).resolve()
+        scratch.mkdir(parents=True, exist_ok=True)
+        rows = []
+        for scenario in args.scenarios:
+            rows.append(side_by_side(scenario, args.seeds, scratch))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
+        if args.glm5_rounds:
+            rows.append(glm5(args.glm5_rounds, scratch))
+    print(table(rows))
+    OUT.write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
