@@ -106,6 +106,7 @@ def test_an_item_that_kills_its_worker_every_time_fails_as_worker_lost_and_the_p
 def test_workers_end_when_their_caller_is_killed(tmp_path, pool):
     """kill -9 of the process that owns the pool leaves no worker behind, even while the caller
     is a zombie its parent has not reaped (a parent reading the output it shares with them)."""
+    import os
     import signal
     import subprocess
     import sys
@@ -121,7 +122,9 @@ def test_workers_end_when_their_caller_is_killed(tmp_path, pool):
         "    print(' '.join(map(str, pool._executor._processes)), flush=True)\n"
         "    time.sleep(120)\n"
     )
-    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    # killed, the owner cannot remove its multiprocessing folder (the forkserver's socket): it goes to the test's own
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
     workers = [int(pid) for pid in owner.stdout.readline().split()]
     assert len(workers) == 2
     owner.send_signal(signal.SIGKILL)
