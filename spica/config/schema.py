@@ -727,8 +727,25 @@ class SmartSearchConfig(_Frozen):
         return cls.from_mapping(load_yaml(path))
 
     def to_data(self) -> dict[str, Any]:
-        """Plain data that validates back to an equal config (nulls left out)."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """Plain data that validates back to an equal config: a null is left out where the field
+        defaults to it, and kept where it overrides a default (sweep.max_eval_seconds: null, no
+        time cap; left out, a plan would run with the 600 s cap under the same fingerprint)."""
+        return _without_default_nulls(self, self.model_dump(mode="json"))
+
+
+def _without_default_nulls(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
+    """`model`'s dump without the nulls its fields (at every depth) default to."""
+    for name, field in type(model).model_fields.items():
+        value = getattr(model, name)
+        if value is None and field.default is None:
+            data.pop(name, None)
+        elif isinstance(value, BaseModel):
+            _without_default_nulls(value, data[name])
+        elif isinstance(value, (list, tuple)):
+            for item, dumped in zip(value, data[name]):
+                if isinstance(item, BaseModel):
+                    _without_default_nulls(item, dumped)
+    return data
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

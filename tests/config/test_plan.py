@@ -34,6 +34,18 @@ def test_same_config_same_fingerprint(config):
     assert compile_plan(config).fingerprint == compile_plan(SmartSearchConfig.from_mapping(config.to_data())).fingerprint
 
 
+def test_a_plan_without_a_time_cap_runs_without_one_and_is_not_the_capped_plan(config, tmp_path):
+    """sweep.max_eval_seconds: null (no cap) overrides the 600 s default: the plan file keeps the
+    null (left out, the plan ran capped) and the fingerprint tells the two plans apart."""
+    data = config.to_data()
+    data["sweep"]["max_eval_seconds"] = None
+    uncapped = SmartSearchConfig.from_mapping(data)
+    plan = compile_plan(uncapped)
+    assert load_plan(plan.write(tmp_path / "plan.yaml")).config.sweep.max_eval_seconds is None
+    assert plan.fingerprint != compile_plan(config).fingerprint
+    assert SmartSearchConfig.from_mapping(uncapped.to_data()) == uncapped
+
+
 def test_edited_plan_is_refused(config, tmp_path):
     path = compile_plan(config).write(tmp_path / "plan.yaml")
     path.write_text(path.read_text().replace("gpu_budget: 8", "gpu_budget: 16"))
