@@ -6,13 +6,15 @@ one after the other on this machine, in one run; both tools' answers scored by S
 
 Per scenario: the peer once (benchmarks/peer/run.sh on benchmarks/peer/<scenario>.yaml, the
 scenario's own seed; its candidates re-scored by benchmarks/peer/rescore.py into
-results/peer.json), then Spica `--seeds` times, each in a fresh process (bench_search.py's
-measure, seeds from the scenario's own). Printed as one table and written to
+results/peer.json), then the `spica` command `--seeds` times (bench_search.py's
+measure_in_new_process, seeds from the scenario's own). Printed as one table and written to
 benchmarks/results/peer_side_by_side.json:
 - time: the peer's process wall against the median of Spica's, and their ratio;
 - quality, one objective (S1, S2): each tool's best replayed REPLAYS times by Spica's evaluator,
   mean and range (a kv_router candidate replays differently each time: Dynamo's router takes no
-  seed); Spica's best is the median seed's;
+  seed). Spica's best is the median seed's; the peer's is the best of every candidate it
+  evaluated as Spica re-scores them (rescore.py's `best`; the one it ranked first itself is
+  `peer_pick` in results/peer.json);
 - quality, a Pareto front (S3): each Spica run's hypervolume as a share of this peer run's, on
   results/search.json's reference;
 - `--glm5-rounds N` (N > 0): upstream's GLM-5 study (examples/glm5_b200_72.yaml) cut to its first N
@@ -33,10 +35,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_search import PEER, REPO, RESULTS, load, measure_in_new_process, summary
+from bench_search import PEER, REPO, RESULTS, _earlier, load, measure_in_new_process, read_results, summary
 from spica.config import SmartSearchConfig
 from spica.evaluation.evaluate import evaluate
-from spica.evaluation.score import hypervolume_2d
 from spica.unrolled import Unrolled
 
 OUT = REPO / "benchmarks" / "results" / "peer_side_by_side.json"
@@ -54,12 +55,6 @@ def run_peer(scenario: str, seed: int, folder: Path) -> dict:
     return next(run for run in json.loads(PEER.read_text())[scenario]["runs"] if run["seed"] == seed)
 
 
-def spica_best(folder: Path) -> dict:
-    """A kept search's best candidate (summary.json's first selected) as unrolled."""
-    first = json.loads((folder / "summary.json").read_text())["selected"][0]
-    return next(entry["unrolled"] for entry in json.loads((folder / "ledger.json").read_text()) if entry["key"] == first)
-
-
 def replayed(config: SmartSearchConfig, unrolled: dict) -> dict:
     """The candidate's objective over REPLAYS replays by Spica's evaluator: mean, least, most."""
     target = str(config.goal.target)
@@ -74,29 +69,41 @@ def side_by_side(scenario: str, seeds: int, scratch: Path) -> dict:
     seed = base.sweep.random_seed
     peer = run_peer(scenario, seed, scratch / f"{scenario}-peer")
     kept = [scratch / f"{scenario}-spica-{seed + offset}" for offset in range(seeds)]
+    _refuse_existing(kept)
     runs = [measure_in_new_process(scenario, folder, random_seed=seed + offset) for offset, folder in enumerate(kept)]
-    reference = json.loads(RESULTS.read_text()).get(scenario, {}).get("hypervolume_reference") if RESULTS.exists() else None
-    entry = summary(base, runs, reference, {"runs": [peer]})
+    entry = summary(base, runs, _earlier(RESULTS).get(scenario, {}).get("hypervolume_reference"), {"runs": [peer]})
     row = {"scenario": scenario, "peer_seed": seed, "peer_wall_seconds": peer["wall_seconds"], "spica": entry,
            "ratio": round(peer["wall_seconds"] / entry["median_process_wall_seconds"], 1)}
     if base.goal.is_pareto:
         row["peer_hypervolume"] = entry["peer_hypervolumes"][0]
-        row["quality"] = f"hypervolume {statistics.median(entry['shares_of_peer_hypervolume']):.3f} of the peer's " \
+        row["quality"] = f"hypervolume {entry['median_share_of_peer_hypervolume']:.3f} of the peer's " \
                          f"(seeds {min(entry['shares_of_peer_hypervolume']):.3f}-{max(entry['shares_of_peer_hypervolume']):.3f})"
         return row
     config = SmartSearchConfig.from_mapping(base.to_data() | {"sweep": base.to_data()["sweep"] | {"max_eval_seconds": None}})
-    median_seed = sorted(range(seeds), key=lambda index: runs[index]["best_score"])[seeds // 2]
-    row["spica_best"] = replayed(config, spica_best(kept[median_seed]))
+    found = sorted((index for index in range(seeds) if runs[index]["best_score"] is not None), key=lambda index: runs[index]["best_score"])
+    row["spica_best"] = replayed(config, read_results(kept[found[len(found) // 2]])[2][0].unrolled) if found else None
     row["peer_best"] = replayed(config, peer["best"]["candidate"]) if peer.get("best") else None
-    ours, theirs = row["spica_best"], row["peer_best"] or {"label": "none", "mean": 0.0, "least": 0.0, "most": 0.0}
-    row["quality"] = f"{ours['label']} {ours['mean']:.1f} ({ours['least']:.1f}-{ours['most']:.1f}) vs " \
-                     f"{theirs['label']} {theirs['mean']:.1f} ({theirs['least']:.1f}-{theirs['most']:.1f})"
+    row["quality"] = f"{_described(row['spica_best'])} vs {_described(row['peer_best'])}"
     return row
+
+
+def _described(best: dict | None) -> str:
+    if best is None or best["mean"] is None:
+        return "nothing feasible"
+    return f"{best['label']} {best['mean']:.1f} ({best['least']:.1f}-{best['most']:.1f})"
+
+
+def _refuse_existing(folders: list[Path]) -> None:
+    """A search in a folder that holds one would resume it, not measure it."""
+    for folder in folders:
+        if folder.exists():
+            sys.exit(f"bench_peer: {folder} exists; a search there would reuse its results, not measure them")
 
 
 def glm5(rounds: int, scratch: Path) -> dict:
     """Upstream's GLM-5 study cut to `rounds` rounds of 8: Spica alone."""
     folder = scratch / "glm5"
+    _refuse_existing([folder])
     record = measure_in_new_process("glm5", folder, max_rounds=rounds)
     seconds = [entry["seconds"] for entry in json.loads((folder / "ledger.json").read_text()) if entry.get("seconds")]
     return {"scenario": "glm5", "rounds": rounds, "spica": record, "evaluations": record["unique_replays"],
@@ -111,12 +118,12 @@ def table(rows: list[dict]) -> str:
         spica = row["spica"]
         if row["scenario"] == "glm5":
             lines.append(f"| GLM-5, {row['rounds']} rounds of 8 | {spica['process_wall_seconds']:.1f} s, {row['evaluations']} evaluations, "
-                         f"median {row['median_evaluation_seconds']:.1f} s, most {row['max_evaluation_seconds']:.1f} s each | - | - | "
+                         f"median {row['median_evaluation_seconds'] or 0:.1f} s, most {row['max_evaluation_seconds'] or 0:.1f} s each | - | - | "
                          f"{spica['failed']} failed | {spica['idle_worker_share'] * 100:.1f} % |")
             continue
         idle = [run["idle_worker_share"] for run in spica["runs"]]
         lines.append(f"| {row['scenario'].upper()} | {spica['median_process_wall_seconds']:.1f} s | {row['peer_wall_seconds']:.0f} s | "
-                     f"{row['ratio']:.0f}x | {row['quality']} | {statistics.median(idle) * 100:.1f} %, {max(idle) * 100:.1f} % |")
+                     f"{row['ratio']:.3g}x | {row['quality']} | {statistics.median(idle) * 100:.1f} %, {max(idle) * 100:.1f} % |")
     return "\n".join(lines)
 
 
@@ -127,6 +134,7 @@ def main() -> None:
     parser.add_argument("--glm5-rounds", type=int, default=0, help="also run upstream's GLM-5 study cut to N rounds (0: not)")
     parser.add_argument("--out", type=Path, help="keep both tools' outputs under DIR (else a temporary folder)")
     args = parser.parse_args()
+    os.chdir(REPO)  # scenario paths (S2's trace) are relative to the project root
     with tempfile.TemporaryDirectory() as temporary:
         scratch = (args.out or Path(temporary)).resolve()
         scratch.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """Scenario benchmark: the three shared scenarios end to end, and S1 against its exhaustive grid.
 
 Prints per scenario (medians over seeds): process wall and start-up (launch to the first replay
-handed out), search wall, replay seconds, idle worker seconds (workers without a replay while
+handed out), search wall (summary.json's: to the last replay back, before its folder is written),
+replay seconds, idle worker seconds (workers without a replay while
 evaluations remained, split by what the search was doing: spica/search/clocks.py), idle cores
 (the cores the workers use, with neither a replay nor an ask on them: GLM-5's 8 workers share
 2, and a study's ask runs on a core of its own), optimizer
@@ -10,14 +11,15 @@ hypervolume), and — where the exhaustive grid is small enough to run — the f
 optimum reached and the fraction of the grid's replays spent (median over seeds).
 Every search is the `spica` command itself, as a user runs it (a config file or the app's
 overrides, with the seed as an override), timed from its launch and read back from its results
-folder, so per-process costs (imports, JAX traces, worker start-up, its exit) count. Merges into benchmarks/results/search.json. To compare two
-checkouts that share one .venv, run each with PYTHONPATH=<its checkout>: bin/setup installs
+folder, so per-process costs (imports, JAX traces, worker start-up, its exit) count. Merges into
+benchmarks/results/search.json. To compare two checkouts that share one .venv, run each with PYTHONPATH=<its checkout>: bin/setup installs
 Spica editable, so without it every checkout imports the spica of the one the venv was made for.
 
     .venv/bin/python benchmarks/bench_search.py [--seeds 5] [--scenarios s1 s2 s3 min_gpus default workload=chat ...]
                                                 [--grid s1 min_gpus] [--keep DIR]
 
-The `spica` command's own searches run too: `default` is `bin/spica` alone (the embedded default
+The `spica` command's own searches run too (the venv's `spica`, as `bin/spica` runs it once
+installed): `default` is `bin/spica` alone (the embedded default
 search, whose workload group is synthetic_concurrency), and `workload=<group>` is
 `bin/spica workload=<group>`, one per other conf/workload group (the trace group on the 15-minute
 Mooncake trace); their optimizer share is printed as the median and
@@ -25,9 +27,10 @@ the largest of the seeds: every single run of them should hide its optimizer. wo
 not in the default list: one of its first candidates (disagg SGLang P 1×TP2 + D 2×TP1) replays
 until the 600 s time cap, so a seed takes over 10 minutes here (`--scenarios workload=trace --seeds 1`).
 
-Where benchmarks/results/peer.json holds the peer's runs of a scenario (S3: `aisimulate recommend`
-on benchmarks/peer/s3.yaml, re-scored by benchmarks/peer/rescore.py), each run's front hypervolume
-is also printed as a share of the peer's mean, on the same reference.
+Where benchmarks/results/peer.json holds the peer's runs of a Pareto scenario (S3: `aisimulate
+recommend` on benchmarks/peer/s3.yaml, re-scored by benchmarks/peer/rescore.py), each run's front
+hypervolume is also printed as a share of the peer's mean, on the same reference (its S1 and S2
+runs are bench_peer.py's).
 
 min_gpus is Spica's own capacity-planning scenario (MIN_GPUS below): the GPUs of its answer are
 printed next to those of the exhaustive grid's. glm5 is upstream Spica's GLM-5-FP8 / 72 B200 study
@@ -47,7 +50,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from spica.cli import compose
+from spica.cli import EXIT_NOTHING_FEASIBLE, compose
 from spica.config import SmartSearchConfig
 from spica.evaluation import score
 from spica.evaluation.score import hypervolume_2d
@@ -108,7 +111,8 @@ def command(name: str, folder: Path, scratch: Path, **sweep: object) -> list[str
     with `sweep` as overrides."""
     spica = [str(Path(sys.executable).with_name("spica"))]
     sweep = ({"max_rounds": GLM5_ROUNDS} if name == "glm5" else {}) | sweep
-    overrides = [f"sweep.{key}={value}" for key, value in sweep.items()] + [f"results_dir={folder}"]
+    overrides = [f"sweep.{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in sweep.items()]
+    overrides.append(f"results_dir={folder}")
     if name in APP:
         return spica + APP[name] + overrides
     if name == "min_gpus":
@@ -127,8 +131,10 @@ def measure_in_new_process(name: str, keep: Path | None = None, **sweep: object)
     with tempfile.TemporaryDirectory() as scratch:
         folder = keep or Path(scratch) / "results"
         launched = time.time()
-        subprocess.run(command(name, folder, Path(scratch), **sweep), check=True, capture_output=True, text=True, cwd=REPO)
+        ran = subprocess.run(command(name, folder, Path(scratch), **sweep), capture_output=True, text=True, cwd=REPO)
         ended = time.time()
+        if ran.returncode not in (0, EXIT_NOTHING_FEASIBLE):  # nothing feasible is a result too
+            raise RuntimeError(f"{name}: spica exited {ran.returncode}: {ran.stderr[-2000:]}")
         record = record_of(load(name, **sweep), folder)
     record["process_wall_seconds"] = round(ended - launched, 2)
     first = record.pop("first_evaluation_at")
@@ -136,12 +142,17 @@ def measure_in_new_process(name: str, keep: Path | None = None, **sweep: object)
     return record
 
 
-def record_of(config: SmartSearchConfig, folder: Path) -> dict:
-    """A finished search's figures, read from its results folder (summary.json and the ledger)."""
+def read_results(folder: Path) -> tuple[dict, dict[str, Candidate], list[Candidate]]:
+    """A results folder's summary.json, its ledger by key, and its selected candidates, best first."""
     summary_file = json.loads((folder / "summary.json").read_text())
-    timings, tallies = summary_file["timings"], summary_file["tallies"]
     ledger = {entry["key"]: Candidate.from_dict(entry) for entry in json.loads((folder / "ledger.json").read_text())}
-    results = [ledger[key] for key in summary_file["selected"]]
+    return summary_file, ledger, [ledger[key] for key in summary_file["selected"]]
+
+
+def record_of(config: SmartSearchConfig, folder: Path) -> dict:
+    """A finished search's figures, read from its results folder (`read_results`)."""
+    summary_file, ledger, results = read_results(folder)
+    timings, tallies = summary_file["timings"], summary_file["tallies"]
     objectives = config.goal.objectives
     workers = timings["workers"]
     window = (timings["evaluations_done_at"] - timings["first_evaluation_at"]) if timings["first_evaluation_at"] else 0.0
@@ -191,17 +202,12 @@ def main() -> None:
     parser.add_argument("--scenarios", nargs="*", default=quick, choices=[*SCENARIOS, "min_gpus", *EXAMPLES, *APP])
     parser.add_argument("--grid", nargs="*", default=["s1"], help="scenarios whose exhaustive grid to run")
     parser.add_argument("--keep", type=Path, help="keep each search's results folder under DIR (<scenario>-<seed>)")
-    parser.add_argument("--measure", nargs=2, metavar=("SCENARIO", "SWEEP_JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.chdir(REPO)  # scenario paths are relative to the project root
-    if args.measure:
-        name, sweep = args.measure
-        print(json.dumps(measure_in_new_process(name, args.keep, **json.loads(sweep))))
-        return
     for name in args.scenarios:
         base = load(name)
         seeds = [base.sweep.random_seed + offset for offset in range(args.seeds)]
-        kept = [args.keep.resolve() / f"{name}-{seed}" if args.keep else None for seed in seeds]
+        kept = [args.keep.resolve() / f"{name.replace('=', '-')}-{seed}" if args.keep else None for seed in seeds]  # no '=' in a Hydra value
         for folder in kept:
             if folder and folder.exists():  # a search there would resume its evaluations, not measure them
                 parser.error(f"--keep: {folder} exists; a search in it would reuse its results, not measure them")

@@ -12,14 +12,14 @@ The steps: the interpreter's own start-up (Python and site), Spica's imports, th
 validated and the plan compiled, the branches enumerated (KV capacities from the disk cache),
 the load-predictor step, the studies opened (Vizier imported, the GP's executables read, the
 evaluation workers starting meanwhile), the first replay handed out, the last one back, and the
-results folder written and the process gone.
+results folder written (after replaying the best kv_router candidates again, where there are
+any) and the process gone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -27,10 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("SPICA_SHARED_DIR", REPO.parent / "shared"))
+from bench_search import REPO, SCENARIOS, SHARED
+
 RESULTS = REPO / "benchmarks" / "results" / "startup.json"
-SCENARIOS = {"s1": "s1_dense_budget8.yaml", "s2": "s2_trace_goodput.yaml", "s3": "s3_moe_pareto.yaml"}
 
 STEPS = (
     ("interpreter", "interpreter start-up (Python, site)"),
@@ -41,7 +40,7 @@ STEPS = (
     ("studies", "studies opened (Vizier imported, GP executables read, workers starting)"),
     ("first_replay", "first replay handed out"),
     ("replays", "the replays and the asks"),
-    ("exit", "results folder written, process gone"),
+    ("exit", "results folder written (kv_router bests replayed again), process gone"),
 )
 
 # Runs in the measured interpreter: notes when each wrapped step returns, then runs the command.
