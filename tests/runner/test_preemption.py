@@ -1,9 +1,10 @@
 """A plan job on the real SLURM cluster, requeued twice mid-search: first by its time limit
 (submitit's signal before the limit, then its own requeue), then, a few evaluations into the
 resumed run, by `scontrol requeue` (what preemption with PreemptMode=REQUEUE does; the job
-runs on for SLURM's KillWait, 30 s, before it is killed). The search (84 candidates of
-0.8-2 s) outlasts the first: with half the requests (0.4-1 s each) a quiet machine once finished
-it in 39 s, before the time limit's signal. It must finish with every evaluation in the journal
+runs on for SLURM's KillWait, 30 s, before it is killed). The search (28 distinct candidates:
+the grid merges the max_num_seqs values that hold all 32 requests in flight; 2-4 s each)
+outlasts the first: with half the requests (1-2 s each) a quiet machine finished it in about
+40 s, sometimes before the time limit's signal. It must finish with every evaluation in the journal
 exactly once (a replay killed with its job is measured again) and the same ledger as an
 uninterrupted run of the same plan.
 
@@ -37,7 +38,7 @@ CONFIG = {
                      "context_length": 4096, "deployment_mode": ["agg"], "backend": ["vllm"],
                      "agg_max_num_batched_tokens": [8192, 16384], "agg_max_num_seqs": [16, 32, 64, 128, 256, 512],
                      "router_mode": ["round_robin"], "planner_scaling_policy": ["disabled"]},
-    "workload": {"isl": 1024, "osl": 128, "concurrency": 32, "num_request_ratio": 800},
+    "workload": {"isl": 1024, "osl": 128, "concurrency": 32, "num_request_ratio": 1600},
     "goal": {"target": "throughput_per_gpu"},
     "sweep": {"algorithm": "grid", "parallel_evals": 1, "candidates_per_round": 8, "max_rounds": 11, "random_seed": 5},
 }
