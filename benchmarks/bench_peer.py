@@ -1,5 +1,7 @@
-"""Spica and the peer (NVIDIA's `aisimulate recommend`) side by side: each scenario run by both,
-one after the other on this machine, in one run; both tools' answers scored by Spica's evaluator.
+"""Spica and the peer (NVIDIA's `aisimulate recommend`) side by side on S1, S2 and S3, in one run.
+
+Each scenario is run by both, one after the other on this machine, and both tools' answers are
+scored by Spica's evaluator.
 
     .venv/bin/python benchmarks/bench_peer.py [--scenarios s1 s2 s3] [--seeds 5] [--glm5-rounds 0]
                                               [--out DIR]
