@@ -37,7 +37,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_search import PEER, REPO, RESULTS, _earlier, load, measure_in_new_process, read_results, summary
+from bench_search import PEER, REPO, RESULTS, _earlier, load, measure_in_new_process, read_results, refuse_existing, summary
 from spica.config import SmartSearchConfig
 from spica.evaluation.evaluate import evaluate
 from spica.unrolled import Unrolled
@@ -71,7 +71,7 @@ def side_by_side(scenario: str, seeds: int, scratch: Path) -> dict:
     seed = base.sweep.random_seed
     peer = run_peer(scenario, seed, scratch / f"{scenario}-peer")
     kept = [scratch / f"{scenario}-spica-{seed + offset}" for offset in range(seeds)]
-    _refuse_existing(kept)
+    refuse_existing(kept)
     runs = [measure_in_new_process(scenario, folder, random_seed=seed + offset) for offset, folder in enumerate(kept)]
     entry = summary(base, runs, _earlier(RESULTS).get(scenario, {}).get("hypervolume_reference"), {"runs": [peer]})
     row = {"scenario": scenario, "peer_seed": seed, "peer_wall_seconds": peer["wall_seconds"], "spica": entry,
@@ -81,7 +81,7 @@ def side_by_side(scenario: str, seeds: int, scratch: Path) -> dict:
         row["quality"] = f"hypervolume {entry['median_share_of_peer_hypervolume']:.3f} of the peer's " \
                          f"(seeds {min(entry['shares_of_peer_hypervolume']):.3f}-{max(entry['shares_of_peer_hypervolume']):.3f})"
         return row
-    config = SmartSearchConfig.from_mapping(base.to_data() | {"sweep": base.to_data()["sweep"] | {"max_eval_seconds": None}})
+    config = load(scenario, max_eval_seconds=None)  # the bests replayed one after another: nothing is timed
     found = sorted((index for index in range(seeds) if runs[index]["best_score"] is not None), key=lambda index: runs[index]["best_score"])
     row["spica_best"] = replayed(config, read_results(kept[found[len(found) // 2]])[2][0].unrolled) if found else None
     row["peer_best"] = replayed(config, peer["best"]["candidate"]) if peer.get("best") else None
@@ -95,19 +95,12 @@ def _described(best: dict | None) -> str:
     return f"{best['label']} {best['mean']:.1f} ({best['least']:.1f}-{best['most']:.1f})"
 
 
-def _refuse_existing(folders: list[Path]) -> None:
-    """A search in a folder that holds one would resume it, not measure it."""
-    for folder in folders:
-        if folder.exists():
-            sys.exit(f"bench_peer: {folder} exists; a search there would reuse its results, not measure them")
-
-
 def glm5(rounds: int, scratch: Path) -> dict:
     """Upstream's GLM-5 study cut to `rounds` rounds of 8: Spica alone."""
     folder = scratch / "glm5"
-    _refuse_existing([folder])
+    refuse_existing([folder])
     record = measure_in_new_process("glm5", folder, max_rounds=rounds)
-    seconds = [entry["seconds"] for entry in json.loads((folder / "ledger.json").read_text()) if entry.get("seconds")]
+    seconds = [candidate.seconds for candidate in read_results(folder)[1].values() if candidate.seconds]
     return {"scenario": "glm5", "rounds": rounds, "spica": record, "evaluations": record["unique_replays"],
             "median_evaluation_seconds": statistics.median(seconds) if seconds else None,
             "max_evaluation_seconds": max(seconds, default=None)}

@@ -149,6 +149,13 @@ def read_results(folder: Path) -> tuple[dict, dict[str, Candidate], list[Candida
     return summary_file, ledger, [ledger[key] for key in summary_file["selected"]]
 
 
+def refuse_existing(folders: list[Path | None]) -> None:
+    """Ends the benchmark where a search's folder already holds one: it would resume, not measure."""
+    for folder in folders:
+        if folder is not None and folder.exists():
+            sys.exit(f"{Path(sys.argv[0]).name}: {folder} exists; a search there would reuse its results, not measure them")
+
+
 def record_of(config: SmartSearchConfig, folder: Path) -> dict:
     """A finished search's figures, read from its results folder (`read_results`)."""
     summary_file, ledger, results = read_results(folder)
@@ -208,9 +215,7 @@ def main() -> None:
         base = load(name)
         seeds = [base.sweep.random_seed + offset for offset in range(args.seeds)]
         kept = [args.keep.resolve() / f"{name.replace('=', '-')}-{seed}" if args.keep else None for seed in seeds]  # no '=' in a Hydra value
-        for folder in kept:
-            if folder and folder.exists():  # a search there would resume its evaluations, not measure them
-                parser.error(f"--keep: {folder} exists; a search in it would reuse its results, not measure them")
+        refuse_existing(kept)
         runs = [measure_in_new_process(name, folder, random_seed=seed) for folder, seed in zip(kept, seeds)]
         entry = summary(base, runs, _earlier(RESULTS).get(name, {}).get("hypervolume_reference"), _earlier(PEER).get(name))
         if name in args.grid and entry["grid_candidates"] <= GRID_REPLAY_LIMIT:

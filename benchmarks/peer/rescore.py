@@ -48,9 +48,13 @@ import argparse
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the scenarios are bench_search's
+
+from bench_search import PEER as RESULTS, REPO, SCENARIOS, load  # noqa: E402
 from spica.config import SmartSearchConfig
 from spica.evaluation import score
 from spica.evaluation.evaluate import Evaluation, evaluate
@@ -62,10 +66,6 @@ from spica.space.capacity import MemorySettings
 from spica.space.shapes import SHAPE_KEYS, WorkerShape
 from spica.unrolled import ROLES, Unrolled, shape_prefix
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("SPICA_SHARED_DIR", REPO.parent / "shared"))
-SCENARIOS = {"s1": "s1_dense_budget8.yaml", "s2": "s2_trace_goodput.yaml", "s3": "s3_moe_pareto.yaml"}
-RESULTS = REPO / "benchmarks" / "results" / "peer.json"
 PEER = "aisimulate recommend (aisimulate 0.13.0.dev202610130000000070, ai-dynamo 1.6.1), benchmarks/peer/{}.yaml"
 ROUTER_SECTION = "dynamo.router"  # the peer's adapter that holds a candidate's router
 KV_ROUTER_KNOBS = {"overlap_score_credit": "overlap_score_credit", "prefill_load_scale": "prefill_load_scale",
@@ -213,9 +213,7 @@ def main() -> None:
     peer_output, time_file, results = (path.resolve() if path else None for path in (args.peer_output, args.time, args.results))
     os.chdir(REPO)  # scenario paths (S2's trace) are relative to the project root
     records = json.loads((peer_output / "recommendation.json").read_text())["candidates"]
-    data = SmartSearchConfig.from_yaml(SHARED / "scenarios" / SCENARIOS[args.scenario]).to_data()
-    data["sweep"]["max_eval_seconds"] = None  # scored here, one after another: nothing is timed
-    config = SmartSearchConfig.from_mapping(data)
+    config = load(args.scenario, max_eval_seconds=None)  # scored here, one after another: nothing is timed
     feasible = [record for record in records if record["status"] == "feasible"]
     scored = _rescore(config, feasible)
     run = {"seed": args.seed, "wall_seconds": _wall_seconds(time_file), "evaluated": len(records), "feasible": len(feasible)}
