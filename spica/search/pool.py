@@ -110,6 +110,10 @@ class ProcessPool:
     """
 
     RETRIES = 1
+    instant = True
+    """An item handed to it reaches a free worker at once: the search may hold replays back and
+    hand them out one per free worker (spica/search/feeder.py), where a SLURM pool's items
+    are better sent as one job array per ask."""
 
     def __init__(self, workers: int, preload: Callable[[], None] | None = None, imports: Sequence[str] = (), niceness: int = 0):
         self.workers = workers

@@ -29,7 +29,9 @@ tells behind it, and so the next ask, while the other workers ran dry; due by it
 in about when the rounds asked meanwhile have kept the other workers busy. A pool smaller than
 its rounds has their other replays to go on with, and deferring there only gives its asks less
 to know (S3 deferring so: front 0.94 of the peer's against 1.02, seeds 1–8). Each ask's replays
-are handed to the pool costliest first, so that they do not start last.
+are handed to the pool costliest first, so that they do not start last; on a local pool a free
+worker takes the waiting replay of the branch with the most replay time left
+(spica/search/feeder.py).
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
 ask: an ask's own suggestions in ask order, then its followers), one at a time, and a branch
@@ -53,6 +55,7 @@ from spica.plan import Plan
 from spica.results.ledger import STATUSES, Candidate, Journal
 from spica.search.clocks import OptimizerClock, WorkerClock
 from spica.search.dimensions import Knob, knob_values
+from spica.search.feeder import Feeder
 from spica.search.pool import EvaluationPool, WorkerLost, outcome
 from spica.search.progress import Progress
 from spica.search.unroll import candidate_key, unroll
@@ -222,10 +225,29 @@ class RoundLoop:
         self._seen_in_run: set[str] = set()
         self._inflight: dict[Future, tuple[_Branch, _Ask, str, dict[str, Any]]] = {}
         self._ledger: list[tuple[tuple[int, int, int], Candidate]] = []
+        self._feeder = Feeder(pool, self._replay_time_left)
+        self._planned = sum(ask_sizes(sweep)) if self.rounds is not None else None  # suggestions per branch
+        self._back: dict[str, list[float]] = {}  # per branch: its replays' seconds, as they come back
         self.first_submitted_at: float | None = None  # wall-clock times, for start-up and idle-worker figures
         self.finished_at: float | None = None
 
     def run(self) -> list[Candidate]:
+        try:
+            return self._run()
+        finally:
+            self._feeder.close()
+
+    def _replay_time_left(self, mode: str) -> float:
+        """A branch's replay seconds still to come, estimated: its suggestions not yet back times
+        its mean replay so far (the search's, before any of its own). 0 where the rounds are open."""
+        if self._planned is None:
+            return 0.0
+        own = self._back.get(mode, [])
+        every = [seconds for times in self._back.values() for seconds in times]
+        sample = own or every
+        return (self._planned - len(own)) * (sum(sample) / len(sample) if sample else 1.0)
+
+    def _run(self) -> list[Candidate]:
         branches = [_Branch(order, search) for order, search in enumerate(self.searches)]
         for branch in branches:
             self._advance(branch)
@@ -283,7 +305,7 @@ class RoundLoop:
                  if key not in self.measured]
         if fresh:
             self.first_submitted_at = self.first_submitted_at or time.time()
-            futures = self.pool.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh])
+            futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh], branch.search.branch.mode)
             for future, (unrolled, key) in zip(futures, fresh):
                 self.clock.watch(future)
                 self.idle.handed_out(future)
@@ -332,6 +354,7 @@ class RoundLoop:
         """A finished replay: journaled at once, so an interruption loses nothing measured."""
         candidate = _candidate(self.plan, current.search.branch.mode, current.slot.round, key, unrolled, result)
         self.measured[key] = candidate
+        self._back.setdefault(candidate.branch, []).append(candidate.seconds or 0.0)
         if self.journal:
             self.journal.append(candidate)
         self.meter.update(current.slot.round + 1, candidate)

@@ -1,0 +1,82 @@
+"""Which waiting replay a free worker takes: the one of the branch with the most replay time
+left, so that the branches end together instead of one of them replaying alone at the end.
+
+A branch alone asks with only its own previous ask's replays running (each ask knows the results
+of the ask two before it, docs/search.md step 5): when those finish before its next ask is
+chosen, or wait on one long replay, workers sit idle. With the pool handing replays out in the
+order they were asked, S3's agg branch (short replays, about a fifth of the replay time) ran
+ahead and ended while the disagg branch had half its asks to go. Which replay runs first never
+changes what an ask knows, so the ledger is the same either way.
+
+The replays are held here and handed to the pool one per free worker, from the pool's own
+completion callbacks, so a worker that frees up while the study asks is not left waiting for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, Hashable
+
+from spica.search.pool import EvaluationPool
+
+
+class Feeder:
+    """Holds replays and hands them to `pool` as its workers free up, the one whose `tag` has the
+    highest `priority(tag)` first (ties: in the order submitted). `submit` returns futures at
+    once; each is settled with its replay's outcome."""
+
+    def __init__(self, pool: EvaluationPool, priority: Callable[[Hashable], float]) -> None:
+        self.pool = pool
+        self.workers = pool.workers
+        self._priority = priority
+        self._lock = threading.Lock()
+        self._held: list[tuple[Hashable, Callable[[Any], Any], Any, Future]] = []
+        self._running = 0
+        self._closed = False
+
+    def submit(self, fn: Callable[[Any], Any], items: list[Any], tag: Hashable) -> list[Future]:
+        if self.workers <= 1 or not getattr(self.pool, "instant", False):  # nothing to choose between, or batches are cheaper
+            return self.pool.submit(fn, items)
+        futures = [Future() for _ in items]
+        with self._lock:
+            self._held.extend((tag, fn, item, future) for item, future in zip(items, futures))
+        self._feed()
+        return futures
+
+    def close(self) -> None:
+        """Hand nothing more to the pool; what is held is cancelled."""
+        with self._lock:
+            self._closed = True
+            held, self._held = self._held, []
+        for *_, future in held:
+            future.cancel()
+
+    def _feed(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed or not self._held or self._running >= self.workers:
+                    return
+                ranks = {tag: self._priority(tag) for tag in {entry[0] for entry in self._held}}
+                index = max(range(len(self._held)), key=lambda i: (ranks[self._held[i][0]], -i))
+                _, fn, item, proxy = self._held.pop(index)
+                self._running += 1
+            try:
+                inner = self.pool.submit(fn, [item])[0]
+            except BaseException as exc:  # a dead pool: the loop reads it from the future
+                with self._lock:
+                    self._running -= 1
+                proxy.set_exception(exc)
+                continue
+            inner.add_done_callback(lambda done, proxy=proxy: self._settle(done, proxy))
+
+    def _settle(self, inner: Future, proxy: Future) -> None:
+        with self._lock:
+            self._running -= 1
+        self._feed()  # the free worker's next replay first, then the result
+        if inner.cancelled():
+            proxy.cancel()
+        elif inner.exception() is not None:
+            proxy.set_exception(inner.exception())
+        else:
+            proxy.set_result(inner.result())

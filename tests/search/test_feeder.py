@@ -1,0 +1,72 @@
+"""The feeder: one replay per free worker, the branch with the most replay time left first."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import pytest
+
+from spica.errors import DeadPoolError
+from spica.search.feeder import Feeder
+
+
+class _HandPool:
+    """A pool whose items finish when the test says so (pure scheduling logic, no replays)."""
+
+    instant = True
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.started: list[object] = []
+        self._futures: dict[object, Future] = {}
+
+    def submit(self, fn, items):
+        futures = []
+        for item in items:
+            self.started.append(item)
+            self._futures[item] = Future()
+            futures.append(self._futures[item])
+        return futures
+
+    def finish(self, item) -> None:
+        self._futures[item].set_result(f"done {item}")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_free_worker_takes_the_branch_with_most_time_left_and_the_result_arrives():
+    pool = _HandPool(workers=2)
+    left = {"agg": 1.0, "disagg": 5.0}
+    feeder = Feeder(pool, lambda tag: left[tag])
+    agg = feeder.submit(str, ["a1", "a2", "a3"], "agg")
+    assert pool.started == ["a1", "a2"]  # as many as there are workers, the rest held
+    disagg = feeder.submit(str, ["d1", "d2"], "disagg")
+    pool.finish("a1")
+    assert pool.started[2] == "d1"  # disagg has more replay time left: it goes before a3
+    assert agg[0].result(timeout=0) == "done a1"
+    left["disagg"] = 0.5
+    pool.finish("a2")
+    assert pool.started[3] == "a3"  # now agg has more left
+    pool.finish("d1")
+    assert pool.started[4] == "d2" and disagg[0].result(timeout=0) == "done d1"
+
+
+def test_closing_cancels_what_is_held_and_feeds_nothing_more():
+    pool = _HandPool(workers=2)
+    feeder = Feeder(pool, lambda tag: 0.0)
+    first, _, held = feeder.submit(str, ["x", "y", "z"], "agg")
+    feeder.close()
+    assert held.cancelled()
+    pool.finish("x")
+    assert first.result(timeout=0) == "done x" and pool.started == ["x", "y"]
+
+
+def test_a_dead_pool_reaches_the_loop_through_the_future():
+    class _Dead(_HandPool):
+        def submit(self, fn, items):
+            raise DeadPoolError("the evaluation worker pool died")
+
+    (future,) = Feeder(_Dead(workers=2), lambda tag: 0.0).submit(str, ["x"], "agg")
+    with pytest.raises(DeadPoolError):
+        future.result(timeout=0)
