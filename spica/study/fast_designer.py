@@ -26,6 +26,7 @@ rule) and changes how they are run:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -84,6 +85,43 @@ class FastSettings:
     min_padded_categorical: int = 2
 
 
+class LaggedFits:
+    """A study's GP hyperparameters one model-based ask behind: each ask scores with the ones
+    fitted on what its previous ask knew, and fits its own in the background for the next.
+
+    A branch whose replays are short, or that asks alone, left the workers without a replay
+    while it asked, and most of an ask is the fit (S3: 0.2-0.5 s of 0.3-0.7 s). Which results each
+    ask knows does not change: the GP is conditioned on every result due by it, only its
+    hyperparameters (length scales, signal and noise variance) miss the last ask's two or so;
+    the run stays seeded and reproducible (each fit's input and randomness are fixed by the
+    asks before it)."""
+
+    def __init__(self) -> None:
+        self.pending: Future | None = None
+
+
+LAG_FROM = 8
+"""Results an ask must know before it scores with hyperparameters fitted one ask earlier: with
+fewer, the two or so results the earlier fit missed are a large part of what there is."""
+
+
+def _done(value: object) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def _paused(fit: Callable[[np.random.Generator], sp.StochasticProcessWithCoroutine], rng: np.random.Generator):
+    try:
+        return fit(rng)
+    finally:
+        exported.collection_pause.leave()
+
+
+_FITS = ThreadPoolExecutor(1, thread_name_prefix="spica-gp-fit")
+"""Background fits, one at a time (a search's studies share it)."""
+
+
 class FastDesigner(vza.Designer):
     """Quasi-random warm-up, then batches picked by GP-UCB-PE over the candidate set.
 
@@ -99,8 +137,11 @@ class FastDesigner(vza.Designer):
         seed: int,
         salt: int,
         settings: FastSettings = FastSettings(),
+        fits: LaggedFits | None = None,
     ) -> None:
         self._problem = problem
+        self._fits = fits
+        self._salt = salt
         self._candidates = candidates
         self._settings = settings
         self._seed = seed
@@ -148,9 +189,7 @@ class FastDesigner(vza.Designer):
         completed = self._features_of(self._completed)
         labels = self._warped_labels()
         data = types.ModelData(self._padded(completed, self._rows(len(completed))), pad_rows(labels, self._rows(len(labels)), 0.0))
-        model = fit_gp(
-            data, self._rng, restarts=self._settings.ard_restarts, max_iterations=self._settings.ard_max_iterations
-        )
+        model = self._model(data)
         signal = float(model.params["signal_variance"])
         noise = max(float(model.params["observation_noise_variance"]), 1e-12)
         noise_is_high = signal / noise < float(_UCB_PE.signal_to_noise_threshold)
@@ -176,6 +215,26 @@ class FastDesigner(vza.Designer):
             available[index] = False
             picks.append(index)
         return [vz.TrialSuggestion(p) for p in self._parameters_of(pool, picks)]
+
+    def _model(self, data: types.ModelData) -> sp.StochasticProcessWithCoroutine:
+        """The GP over `data`. With `fits` (a study's), its hyperparameters are the ones fitted
+        (with every restart) on the results its previous model-based ask knew, refined on this
+        ask's by one L-BFGS-B run from there, while this ask's own full fit runs in the
+        background for the next one: the restarts, most of an ask, then run while replays do
+        instead of before the ask's picks (why: the LaggedFits docstring)."""
+        fit = functools.partial(
+            fit_gp, data, restarts=self._settings.ard_restarts, max_iterations=self._settings.ard_max_iterations
+        )
+        if self._fits is None:
+            return fit(self._rng)
+        previous = self._fits.pending
+        if previous is None or len(self._completed) < LAG_FROM:
+            model = fit(self._rng)
+            self._fits.pending = _done(model)
+            return model
+        exported.collection_pause.enter()  # XLA off the main thread: see exported.collection_pause
+        self._fits.pending = _FITS.submit(_paused, fit, np.random.default_rng([self._seed, self._salt, 1]))
+        return fit(None, start=previous.result().params)
 
     def _features_of(self, trials: Sequence[vz.Trial]) -> Features:
         if self._candidates is not None:
@@ -288,9 +347,11 @@ def warm_up(
         try:
             for completed, active, batch in sizes.values():
                 trials = _made_up_trials(problem, block, completed, active)
-                designer = FastDesigner(problem, block, seed=seed, salt=2**31 + completed, settings=loading)
-                designer.update(vza.CompletedTrials(trials[:completed]), vza.ActiveTrials(trials[completed:]))
-                designer.suggest(batch)
+                fits = LaggedFits()
+                for _ in range(2 if completed >= LAG_FROM else 1):  # a second ask refines the first one's fit: a shape of its own
+                    designer = FastDesigner(problem, block, seed=seed, salt=2**31 + completed, settings=loading, fits=fits)
+                    designer.update(vza.CompletedTrials(trials[:completed]), vza.ActiveTrials(trials[completed:]))
+                    designer.suggest(batch)
         except Exception:  # noqa: BLE001 - only a speed-up: the real ask traces and reports errors itself
             log.debug("designer warm-up failed", exc_info=True)
         finally:

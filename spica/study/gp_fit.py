@@ -53,7 +53,8 @@ def pad_rows(array: np.ndarray, rows: int, fill: float, columns: int | None = No
 
 
 def fit_gp(
-    data: types.ModelData, rng: np.random.Generator, *, restarts: int, max_iterations: int
+    data: types.ModelData, rng: np.random.Generator | None, *, restarts: int, max_iterations: int,
+    start: Mapping[str, Any] | None = None,
 ) -> sp.StochasticProcessWithCoroutine:
     """ARD as in GP-UCB-PE: Vizier's fixed start plus random restarts, each refined by
     L-BFGS-B (in lockstep, see `lockstep_lbfgsb`), the lowest loss kept.
@@ -65,6 +66,9 @@ def fit_gp(
 
     Host-side work stays in NumPy: every eager JAX op costs a trace and a compile per
     process, which dominated the first suggestion.
+
+    `start` (hyperparameters fitted before on fewer results): one L-BFGS-B run from there alone,
+    no restarts, a local refinement.
     """
     coroutine = models.VizierGaussianProcess.build_model(data).coroutine
     per_metric = models.VizierGaussianProcess(
@@ -94,9 +98,11 @@ def fit_gp(
         return np.where(finite, losses, 1e10), np.where(finite[:, None], np.asarray(grads)[:, free] * points, 0.0)
 
     log_lower, log_upper = np.log(lower[free]), np.log(upper[free])
-    # Vizier's initialisers draw every GP hyperparameter log-uniformly within its bounds.
-    random_starts = rng.uniform(log_lower, log_upper, size=(restarts, log_lower.size))
-    initial = np.vstack([np.log(np.clip(_flatten(fixed, layout)[free], lower[free], upper[free]))[None], random_starts])
+    if start is not None:
+        initial = np.log(np.clip(_flatten(start, layout)[free], lower[free], upper[free]))[None]
+    else:  # Vizier's initialisers draw every GP hyperparameter log-uniformly within its bounds.
+        random_starts = rng.uniform(log_lower, log_upper, size=(restarts, log_lower.size))
+        initial = np.vstack([np.log(np.clip(_flatten(fixed, layout)[free], lower[free], upper[free]))[None], random_starts])
     solutions = lockstep_lbfgsb(losses_and_grads, initial, log_lower, log_upper, max_iterations)
     best = padded.copy()
     best[free] = np.exp(solutions[int(np.argmin(losses_and_grads(solutions)[0]))])
