@@ -14,11 +14,14 @@ completion callbacks, so a worker that frees up while the study asks is not left
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Hashable
 
 from spica.search.pool import EvaluationPool
+
+log = logging.getLogger(__name__)
 
 
 class Feeder:
@@ -36,11 +39,16 @@ class Feeder:
         self._closed = False
 
     def submit(self, fn: Callable[[Any], Any], items: list[Any], tag: Hashable) -> list[Future]:
-        if self.workers <= 1 or not getattr(self.pool, "instant", False):  # nothing to choose between, or batches are cheaper
+        if self.workers <= 1 or not getattr(self.pool, "instant_handoff", False):  # nothing to choose, or batches are cheaper
             return self.pool.submit(fn, items)
         futures = [Future() for _ in items]
         with self._lock:
-            self._held.extend((tag, fn, item, future) for item, future in zip(items, futures))
+            closed = self._closed
+            if not closed:
+                self._held.extend((tag, fn, item, future) for item, future in zip(items, futures))
+        if closed:
+            for future in futures:
+                future.cancel()
         self._feed()
         return futures
 
@@ -57,26 +65,38 @@ class Feeder:
             with self._lock:
                 if self._closed or not self._held or self._running >= self.workers:
                     return
-                ranks = {tag: self._priority(tag) for tag in {entry[0] for entry in self._held}}
+                ranks = self._ranks({entry[0] for entry in self._held})
                 index = max(range(len(self._held)), key=lambda i: (ranks[self._held[i][0]], -i))
                 _, fn, item, proxy = self._held.pop(index)
                 self._running += 1
             try:
                 inner = self.pool.submit(fn, [item])[0]
-            except BaseException as exc:  # a dead pool: the loop reads it from the future
+            except Exception as exc:  # a dead pool: the loop reads it from the future
                 with self._lock:
                     self._running -= 1
                 proxy.set_exception(exc)
                 continue
             inner.add_done_callback(lambda done, proxy=proxy: self._settle(done, proxy))
 
+    def _ranks(self, tags: set[Hashable]) -> dict[Hashable, float]:
+        """Each tag's priority; all equal (the order submitted) if the estimate fails: it only
+        orders the replays, and runs in the pool's thread, where an error would go unseen."""
+        try:
+            return {tag: float(self._priority(tag)) for tag in tags}
+        except Exception:  # noqa: BLE001 - see above
+            log.debug("replay priority failed; handing replays out in order", exc_info=True)
+            return dict.fromkeys(tags, 0.0)
+
     def _settle(self, inner: Future, proxy: Future) -> None:
+        """In the pool's thread: the free worker's next replay first, then the result (always)."""
         with self._lock:
             self._running -= 1
-        self._feed()  # the free worker's next replay first, then the result
-        if inner.cancelled():
-            proxy.cancel()
-        elif inner.exception() is not None:
-            proxy.set_exception(inner.exception())
-        else:
-            proxy.set_result(inner.result())
+        try:
+            self._feed()
+        finally:
+            if inner.cancelled():
+                proxy.cancel()
+            elif inner.exception() is not None:
+                proxy.set_exception(inner.exception())
+            else:
+                proxy.set_result(inner.result())

@@ -1,7 +1,9 @@
 """Where evaluations run: in this process, in a local process pool, or elsewhere.
 
 A pool is any object with `workers` (how many items it evaluates at once), `submit(fn, items)
--> list[Future]` (one future per item, in item order) and `close()`; `outcome(future)` reads a
+-> list[Future]` (one future per item, in item order), `close()`, and optionally
+`instant_handoff` (True: an item handed over reaches a free worker at once, so the search may
+hand replays out one per free worker; spica/search/feeder.py); `outcome(future)` reads a
 future as the item's result or the exception it raised, so one bad candidate never sinks a
 search. Futures let the search keep each branch's rounds going on its own: one branch's study
 asks while another branch's candidates replay.
@@ -110,7 +112,7 @@ class ProcessPool:
     """
 
     RETRIES = 1
-    instant = True
+    instant_handoff = True
     """An item handed to it reaches a free worker at once: the search may hold replays back and
     hand them out one per free worker (spica/search/feeder.py), where a SLURM pool's items
     are better sent as one job array per ask."""

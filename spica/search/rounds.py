@@ -210,7 +210,6 @@ class RoundLoop:
     ) -> None:
         self.plan = plan
         self.searches = searches
-        self.pool = pool
         self.measured = measured
         self.journal = journal
         self.winners = winners
@@ -226,8 +225,10 @@ class RoundLoop:
         self._inflight: dict[Future, tuple[_Branch, _Ask, str, dict[str, Any]]] = {}
         self._ledger: list[tuple[tuple[int, int, int], Candidate]] = []
         self._feeder = Feeder(pool, self._replay_time_left)
-        self._planned = sum(ask_sizes(sweep)) if self.rounds is not None else None  # suggestions per branch
-        self._back: dict[str, list[float]] = {}  # per branch: its replays' seconds, as they come back
+        self._suggestions_per_branch = sum(ask_sizes(sweep)) if self.rounds is not None else None
+        # per branch: how many of its replays came back, and their seconds (read by the feeder from the pool's thread:
+        # every branch's entry exists from the start, so the dict never changes size)
+        self._replays_back: dict[str, tuple[int, float]] = {search.branch.mode: (0, 0.0) for search in searches}
         self.first_submitted_at: float | None = None  # wall-clock times, for start-up and idle-worker figures
         self.finished_at: float | None = None
 
@@ -240,12 +241,14 @@ class RoundLoop:
     def _replay_time_left(self, mode: str) -> float:
         """A branch's replay seconds still to come, estimated: its suggestions not yet back times
         its mean replay so far (the search's, before any of its own). 0 where the rounds are open."""
-        if self._planned is None:
+        if self._suggestions_per_branch is None:
             return 0.0
-        own = self._back.get(mode, [])
-        every = [seconds for times in self._back.values() for seconds in times]
-        sample = own or every
-        return (self._planned - len(own)) * (sum(sample) / len(sample) if sample else 1.0)
+        count, seconds = self._replays_back[mode]
+        if not count:
+            every = list(self._replays_back.values())
+            total = sum(n for n, _ in every)
+            return self._suggestions_per_branch * (sum(s for _, s in every) / total if total else 1.0)
+        return (self._suggestions_per_branch - count) * seconds / count
 
     def _run(self) -> list[Candidate]:
         branches = [_Branch(order, search) for order, search in enumerate(self.searches)]
@@ -354,7 +357,8 @@ class RoundLoop:
         """A finished replay: journaled at once, so an interruption loses nothing measured."""
         candidate = _candidate(self.plan, current.search.branch.mode, current.slot.round, key, unrolled, result)
         self.measured[key] = candidate
-        self._back.setdefault(candidate.branch, []).append(candidate.seconds or 0.0)
+        count, seconds = self._replays_back[candidate.branch]
+        self._replays_back[candidate.branch] = (count + 1, seconds + (candidate.seconds or 0.0))
         if self.journal:
             self.journal.append(candidate)
         self.meter.update(current.slot.round + 1, candidate)

@@ -44,7 +44,7 @@ class DesignerSpec:
     seed: int
     candidates: CandidateSet | None
     settings: FastSettings
-    fits: LaggedFits = field(default_factory=LaggedFits)  # the fast designer's, across the study's asks
+    fits: LaggedFits = field(default_factory=LaggedFits, compare=False, repr=False)  # the fast designer's, across the study's asks
 
     def designer(self, problem: vz.ProblemStatement, salt: int) -> vza.Designer:
         """A designer for the call made when the study holds `salt` trials."""

@@ -20,6 +20,8 @@ rule) and changes how they are run:
 - an objective known before any replay (min_gpus: `ordered_by` in the problem's metadata) is
   searched for feasibility instead, over the pool (spica/study/feasibility.py), until no
   candidate left can beat the best feasible one;
+- once an ask knows a few results, the hyperparameter restarts run in the background for the
+  next ask, which refines them by one L-BFGS-B run (`LaggedFits`);
 - `warm_up` loads (the first time on a machine: traces) them in a background thread from the
   moment the study opens, while the other studies open and the first rounds replay.
 """
@@ -86,18 +88,19 @@ class FastSettings:
 
 
 class LaggedFits:
-    """A study's GP hyperparameters one model-based ask behind: each ask scores with the ones
-    fitted on what its previous ask knew, and fits its own in the background for the next.
+    """A study's GP fits carried from one model-based ask to the next: once an ask knows
+    LAG_FROM results, it refines the previous ask's fit (every restart, on what that ask knew)
+    on its own results by one L-BFGS-B run, and fits its own in full in the background, for
+    the next ask.
 
     A branch whose replays are short, or that asks alone, left the workers without a replay
-    while it asked, and most of an ask is the fit (S3: 0.2-0.5 s of 0.3-0.7 s). Which results each
-    ask knows does not change: the GP is conditioned on every result due by it, only its
-    hyperparameters (length scales, signal and noise variance) miss the last ask's two or so;
-    the run stays seeded and reproducible (each fit's input and randomness are fixed by the
-    asks before it)."""
+    while it asked, and most of an ask is the fit (S3: 0.2-0.5 s of 0.3-0.7 s; the refinement
+    20-50 ms). Which results each ask knows does not change, and the run stays seeded and
+    reproducible: each fit's input and randomness are fixed by its ask's results and salt, and
+    an ask waits for the fit it uses (figures: docs/search.md, "Why step 5 runs this way")."""
 
     def __init__(self) -> None:
-        self.pending: Future | None = None
+        self.latest: Future | None = None  # the latest model-based ask's fit, done or running
 
 
 LAG_FROM = 8
@@ -105,13 +108,18 @@ LAG_FROM = 8
 fewer, the two or so results the earlier fit missed are a large part of what there is."""
 
 
-def _done(value: object) -> Future:
+def _settled(value: object) -> Future:
     future: Future = Future()
     future.set_result(value)
     return future
 
 
-def _paused(fit: Callable[[np.random.Generator], sp.StochasticProcessWithCoroutine], rng: np.random.Generator):
+def _fit_with_collection_paused(
+    fit: Callable[[np.random.Generator], sp.StochasticProcessWithCoroutine], rng: np.random.Generator
+) -> sp.StochasticProcessWithCoroutine:
+    """XLA off the main thread, so automatic garbage collection is off meanwhile
+    (exported.collection_pause); entered here, so a fit that never runs leaves it as it was."""
+    exported.collection_pause.enter()
     try:
         return fit(rng)
     finally:
@@ -119,14 +127,15 @@ def _paused(fit: Callable[[np.random.Generator], sp.StochasticProcessWithCorouti
 
 
 _FITS = ThreadPoolExecutor(1, thread_name_prefix="spica-gp-fit")
-"""Background fits, one at a time (a search's studies share it)."""
+"""Background fits, one at a time (every study's, and the warm-ups')."""
 
 
 class FastDesigner(vza.Designer):
     """Quasi-random warm-up, then batches picked by GP-UCB-PE over the candidate set.
 
     Built afresh for each suggest call (as Vizier's DesignerPolicy does); `salt` (the
-    study's trial count) makes each call's randomness distinct yet reproducible.
+    study's trial count) makes each call's randomness distinct yet reproducible; `fits` (the
+    study's LaggedFits) carries its GP fit from one call to the next.
     """
 
     def __init__(
@@ -227,14 +236,18 @@ class FastDesigner(vza.Designer):
         )
         if self._fits is None:
             return fit(self._rng)
-        previous = self._fits.pending
+        previous = self._fits.latest
         if previous is None or len(self._completed) < LAG_FROM:
             model = fit(self._rng)
-            self._fits.pending = _done(model)
+            self._fits.latest = _settled(model)
             return model
-        exported.collection_pause.enter()  # XLA off the main thread: see exported.collection_pause
-        self._fits.pending = _FITS.submit(_paused, fit, np.random.default_rng([self._seed, self._salt, 1]))
-        return fit(None, start=previous.result().params)
+        self._fits.latest = _FITS.submit(_fit_with_collection_paused, fit, np.random.default_rng([self._seed, self._salt, 1]))
+        try:
+            start = previous.result().params
+        except Exception:  # noqa: BLE001 - the earlier ask's fit failed: this one fits in full, as it would alone
+            log.debug("background GP fit failed; fitting in the ask", exc_info=True)
+            return fit(self._rng)
+        return fit(None, start=start)
 
     def _features_of(self, trials: Sequence[vz.Trial]) -> Features:
         if self._candidates is not None:
@@ -320,13 +333,13 @@ def warm_up(
     nothing with the real one (own designer, own randomness), so results are unchanged.
     None when no round will be model-based.
     """
-    sizes: dict[tuple[int, ...], tuple[int, int, int]] = {}  # by array shapes: completed, active, batch
+    sizes: dict[tuple, tuple[int, int, int]] = {}  # by array shapes (and whether the fit is refined): completed, active, batch
     asked = 0
     for batch in asks.sizes:
         active = min(asks.pending, asked)
         completed = asked - active
         if completed and asked >= settings.warmup_trials:
-            shape = (_padded_rows(completed, settings), *(_padded_rows(n, settings) for n in range(asked, asked + batch)))
+            shape = (completed >= LAG_FROM, _padded_rows(completed, settings), *(_padded_rows(n, settings) for n in range(asked, asked + batch)))
             sizes.setdefault(shape, (completed, active, batch))
         asked += batch
     if not sizes:

@@ -8,9 +8,11 @@ host-side work stays in NumPy (every eager JAX op costs a trace and a compile pe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from typing import Any, Callable, Mapping
+import threading
+from typing import Any, Callable, Iterator, Mapping
 
 from spica.study.jax_setup import configure_jax
 
@@ -68,7 +70,7 @@ def fit_gp(
     process, which dominated the first suggestion.
 
     `start` (hyperparameters fitted before on fewer results): one L-BFGS-B run from there alone,
-    no restarts, a local refinement.
+    a local refinement; `rng` and `restarts` are then unused.
     """
     coroutine = models.VizierGaussianProcess.build_model(data).coroutine
     per_metric = models.VizierGaussianProcess(
@@ -159,7 +161,7 @@ def lockstep_lbfgsb(
     """
     starts = np.array(starts, dtype=np.float64)
     bounds = list(zip(lower, upper))
-    with _blas_pools().limit(limits=1, user_api="blas"):  # threaded BLAS on tiny vectors: 5x slower
+    with _one_blas_thread():  # threaded BLAS on tiny vectors: 5x slower
         if greenlet is None:
             return np.array([_minimize(start, bounds, iterations, _first_row(losses_and_grads)) for start in starts])
         return _interleaved(losses_and_grads, starts, bounds, iterations)
@@ -169,6 +171,28 @@ def lockstep_lbfgsb(
 def _blas_pools() -> threadpoolctl.ThreadpoolController:
     """The process's thread pools, found once (a search of the loaded libraries: 4 ms per fit)."""
     return threadpoolctl.ThreadpoolController()
+
+
+_BLAS_LIMIT = threading.Lock()
+_blas_limit: list = [0, None]  # fits running, and the limit they share
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread while any fit runs: the setting is the process's, and a study's fit in
+    the background overlaps the next ask's refinement, so the first fit in sets it and the last
+    one out restores it."""
+    with _BLAS_LIMIT:
+        if not _blas_limit[0]:
+            _blas_limit[1] = _blas_pools().limit(limits=1, user_api="blas")
+        _blas_limit[0] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LIMIT:
+            _blas_limit[0] -= 1
+            if not _blas_limit[0]:
+                _blas_limit[1].restore_original_limits()
 
 
 def _minimize(

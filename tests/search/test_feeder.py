@@ -13,7 +13,7 @@ from spica.search.feeder import Feeder
 class _HandPool:
     """A pool whose items finish when the test says so (pure scheduling logic, no replays)."""
 
-    instant = True
+    instant_handoff = True
 
     def __init__(self, workers: int) -> None:
         self.workers = workers

@@ -83,6 +83,14 @@ class LatePool(InlinePool):
         return late
 
 
+class LateFedPool(LatePool):
+    """A LatePool of two workers that takes items one per free worker, so the search holds its
+    replays and hands them out in its own order (spica/search/feeder.py)."""
+
+    workers = 2
+    instant_handoff = True
+
+
 def _copy(done: Future, held: Future) -> None:
     if done.exception() is not None:
         held.set_exception(done.exception())
@@ -103,10 +111,11 @@ def test_the_ledger_is_the_same_whatever_order_the_replays_finish_in(tmp_path):
         sweep={"max_rounds": 4, "candidates_per_round": 3, "designer": "fast"},
     )
     runs = [
-        run_smart_search(config, results_dir=tmp_path / str(n), pool=LatePool(delays))
-        for n, delays in enumerate(([0.0], [0.3, 0.0, 0.1], [0.0, 0.1, 0.3, 0.2, 0.0]))
+        run_smart_search(config, results_dir=tmp_path / str(n), pool=pool(delays))
+        for n, (pool, delays) in enumerate(((LatePool, [0.0]), (LatePool, [0.3, 0.0, 0.1]), (LatePool, [0.0, 0.1, 0.3, 0.2, 0.0]),
+                                            (LateFedPool, [0.2, 0.0, 0.1])))
     ]
-    assert _ledger(runs[0]) == _ledger(runs[1]) == _ledger(runs[2])
+    assert _ledger(runs[0]) == _ledger(runs[1]) == _ledger(runs[2]) == _ledger(runs[3])
     assert len(runs[0].ledger) == 2 * 4 * 3
 
 

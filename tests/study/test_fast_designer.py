@@ -113,3 +113,6 @@ def test_a_study_refines_the_hyperparameters_its_previous_ask_fitted_and_fits_it
     background = fit(data, np.random.default_rng([5, 8, 1]))  # the second ask's own, fitted meanwhile
     assert _params(third._model(later)) == _params(fit(later, None, start=background.params))
     assert _params(background) != _params(own)
+    for queue in (fast_designer._WARM_UPS, fast_designer._FITS):  # the third ask's own fit, and any warm-up's, done:
+        queue.submit(lambda: None).result()
+    assert fast_designer.exported.collection_pause._running == 0  # automatic collection is back on
