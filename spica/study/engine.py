@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -29,7 +29,7 @@ from vizier.service import pyvizier as svz  # noqa: E402
 from vizier.service.protos import study_pb2, vizier_service_pb2  # noqa: E402
 
 from spica.study.candidates import CandidateSet, SpaceFillingDesigner  # noqa: E402
-from spica.study.fast_designer import FastDesigner, FastSettings, LaggedFits, warm_up  # noqa: E402
+from spica.study.fast_designer import FastDesigner, FastSettings, warm_up  # noqa: E402
 from spica.study.vizier_internals import gp_ucb_pe, pythia_service, resources, vizier_client, vizier_service  # noqa: E402
 
 OWNER = "spica"
@@ -44,7 +44,6 @@ class DesignerSpec:
     seed: int
     candidates: CandidateSet | None
     settings: FastSettings
-    fits: LaggedFits = field(default_factory=LaggedFits, compare=False, repr=False)  # the fast designer's, across the study's asks
 
     def designer(self, problem: vz.ProblemStatement, salt: int) -> vza.Designer:
         """A designer for the call made when the study holds `salt` trials."""
@@ -62,7 +61,7 @@ class DesignerChoice:
 
 
 def _fast(spec: DesignerSpec, problem: vz.ProblemStatement, salt: int) -> vza.Designer:
-    return FastDesigner(problem, spec.candidates, seed=spec.seed, salt=salt, settings=spec.settings, fits=spec.fits)
+    return FastDesigner(problem, spec.candidates, seed=spec.seed, salt=salt, settings=spec.settings)
 
 
 def _gp_ucb_pe(spec: DesignerSpec, problem: vz.ProblemStatement, salt: int) -> vza.Designer:

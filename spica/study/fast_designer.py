@@ -20,15 +20,12 @@ rule) and changes how they are run:
 - an objective known before any replay (min_gpus: `ordered_by` in the problem's metadata) is
   searched for feasibility instead, over the pool (spica/study/feasibility.py), until no
   candidate left can beat the best feasible one;
-- once an ask knows a few results, the hyperparameter restarts run in the background for the
-  next ask, which refines them by one L-BFGS-B run (`LaggedFits`);
 - `warm_up` loads (the first time on a machine: traces) them in a background thread from the
   moment the study opens, while the other studies open and the first rounds replay.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -87,55 +84,11 @@ class FastSettings:
     min_padded_categorical: int = 2
 
 
-class LaggedFits:
-    """A study's GP fits carried from one model-based ask to the next: once an ask knows
-    LAG_FROM results, it refines the previous ask's fit (every restart, on what that ask knew)
-    on its own results by one L-BFGS-B run, and fits its own in full in the background, for
-    the next ask.
-
-    A branch whose replays are short, or that asks alone, left the workers without a replay
-    while it asked, and most of an ask is the fit (S3: 0.2-0.5 s of 0.3-0.7 s; the refinement
-    20-50 ms). Which results each ask knows does not change, and the run stays seeded and
-    reproducible: each fit's input and randomness are fixed by its ask's results and salt, and
-    an ask waits for the fit it uses (figures: docs/search.md, "Why step 5 runs this way")."""
-
-    def __init__(self) -> None:
-        self.latest: Future | None = None  # the latest model-based ask's fit, done or running
-
-
-LAG_FROM = 8
-"""Results an ask must know before it scores with hyperparameters fitted one ask earlier: with
-fewer, the two or so results the earlier fit missed are a large part of what there is."""
-
-
-def _settled(value: object) -> Future:
-    future: Future = Future()
-    future.set_result(value)
-    return future
-
-
-def _fit_with_collection_paused(
-    fit: Callable[[np.random.Generator], sp.StochasticProcessWithCoroutine], rng: np.random.Generator
-) -> sp.StochasticProcessWithCoroutine:
-    """XLA off the main thread, so automatic garbage collection is off meanwhile
-    (exported.collection_pause); entered here, so a fit that never runs leaves it as it was."""
-    exported.collection_pause.enter()
-    try:
-        return fit(rng)
-    finally:
-        exported.collection_pause.leave()
-
-
-_FITS = ThreadPoolExecutor(1, thread_name_prefix="spica-gp-fit")
-"""Background fits, one at a time (every study's, and the warm-ups')."""
-
-
 class FastDesigner(vza.Designer):
     """Quasi-random warm-up, then batches picked by GP-UCB-PE over the candidate set.
 
     Built afresh for each suggest call (as Vizier's DesignerPolicy does); `salt` (the
-    study's trial count) makes each call's randomness distinct yet reproducible; `fits` (the
-    study's LaggedFits) carries its GP fit from one call to the next.
+    study's trial count) makes each call's randomness distinct yet reproducible.
     """
 
     def __init__(
@@ -146,11 +99,8 @@ class FastDesigner(vza.Designer):
         seed: int,
         salt: int,
         settings: FastSettings = FastSettings(),
-        fits: LaggedFits | None = None,
     ) -> None:
         self._problem = problem
-        self._fits = fits
-        self._salt = salt
         self._candidates = candidates
         self._settings = settings
         self._seed = seed
@@ -198,7 +148,9 @@ class FastDesigner(vza.Designer):
         completed = self._features_of(self._completed)
         labels = self._warped_labels()
         data = types.ModelData(self._padded(completed, self._rows(len(completed))), pad_rows(labels, self._rows(len(labels)), 0.0))
-        model = self._model(data)
+        model = fit_gp(
+            data, self._rng, restarts=self._settings.ard_restarts, max_iterations=self._settings.ard_max_iterations
+        )
         signal = float(model.params["signal_variance"])
         noise = max(float(model.params["observation_noise_variance"]), 1e-12)
         noise_is_high = signal / noise < float(_UCB_PE.signal_to_noise_threshold)
@@ -224,30 +176,6 @@ class FastDesigner(vza.Designer):
             available[index] = False
             picks.append(index)
         return [vz.TrialSuggestion(p) for p in self._parameters_of(pool, picks)]
-
-    def _model(self, data: types.ModelData) -> sp.StochasticProcessWithCoroutine:
-        """The GP over `data`. With `fits` (a study's), its hyperparameters are the ones fitted
-        (with every restart) on the results its previous model-based ask knew, refined on this
-        ask's by one L-BFGS-B run from there, while this ask's own full fit runs in the
-        background for the next one: the restarts, most of an ask, then run while replays do
-        instead of before the ask's picks (why: the LaggedFits docstring)."""
-        fit = functools.partial(
-            fit_gp, data, restarts=self._settings.ard_restarts, max_iterations=self._settings.ard_max_iterations
-        )
-        if self._fits is None:
-            return fit(self._rng)
-        previous = self._fits.latest
-        if previous is None or len(self._completed) < LAG_FROM:
-            model = fit(self._rng)
-            self._fits.latest = _settled(model)
-            return model
-        self._fits.latest = _FITS.submit(_fit_with_collection_paused, fit, np.random.default_rng([self._seed, self._salt, 1]))
-        try:
-            start = previous.result().params
-        except Exception:  # noqa: BLE001 - the earlier ask's fit failed: this one fits in full, as it would alone
-            log.debug("background GP fit failed; fitting in the ask", exc_info=True)
-            return fit(self._rng)
-        return fit(None, start=start)
 
     def _features_of(self, trials: Sequence[vz.Trial]) -> Features:
         if self._candidates is not None:
@@ -333,13 +261,13 @@ def warm_up(
     nothing with the real one (own designer, own randomness), so results are unchanged.
     None when no round will be model-based.
     """
-    sizes: dict[tuple, tuple[int, int, int]] = {}  # by array shapes (and whether the fit is refined): completed, active, batch
+    sizes: dict[tuple[int, ...], tuple[int, int, int]] = {}  # by array shapes: completed, active, batch
     asked = 0
     for batch in asks.sizes:
         active = min(asks.pending, asked)
         completed = asked - active
         if completed and asked >= settings.warmup_trials:
-            shape = (completed >= LAG_FROM, _padded_rows(completed, settings), *(_padded_rows(n, settings) for n in range(asked, asked + batch)))
+            shape = (_padded_rows(completed, settings), *(_padded_rows(n, settings) for n in range(asked, asked + batch)))
             sizes.setdefault(shape, (completed, active, batch))
         asked += batch
     if not sizes:
@@ -360,11 +288,9 @@ def warm_up(
         try:
             for completed, active, batch in sizes.values():
                 trials = _made_up_trials(problem, block, completed, active)
-                fits = LaggedFits()
-                for _ in range(2 if completed >= LAG_FROM else 1):  # a second ask refines the first one's fit: a shape of its own
-                    designer = FastDesigner(problem, block, seed=seed, salt=2**31 + completed, settings=loading, fits=fits)
-                    designer.update(vza.CompletedTrials(trials[:completed]), vza.ActiveTrials(trials[completed:]))
-                    designer.suggest(batch)
+                designer = FastDesigner(problem, block, seed=seed, salt=2**31 + completed, settings=loading)
+                designer.update(vza.CompletedTrials(trials[:completed]), vza.ActiveTrials(trials[completed:]))
+                designer.suggest(batch)
         except Exception:  # noqa: BLE001 - only a speed-up: the real ask traces and reports errors itself
             log.debug("designer warm-up failed", exc_info=True)
         finally:

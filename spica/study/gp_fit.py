@@ -8,11 +8,9 @@ host-side work stays in NumPy (every eager JAX op costs a trace and a compile pe
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import threading
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from spica.study.jax_setup import configure_jax
 
@@ -55,8 +53,7 @@ def pad_rows(array: np.ndarray, rows: int, fill: float, columns: int | None = No
 
 
 def fit_gp(
-    data: types.ModelData, rng: np.random.Generator | None, *, restarts: int, max_iterations: int,
-    start: Mapping[str, Any] | None = None,
+    data: types.ModelData, rng: np.random.Generator, *, restarts: int, max_iterations: int
 ) -> sp.StochasticProcessWithCoroutine:
     """ARD as in GP-UCB-PE: Vizier's fixed start plus random restarts, each refined by
     L-BFGS-B (in lockstep, see `lockstep_lbfgsb`), the lowest loss kept.
@@ -68,9 +65,6 @@ def fit_gp(
 
     Host-side work stays in NumPy: every eager JAX op costs a trace and a compile per
     process, which dominated the first suggestion.
-
-    `start` (hyperparameters fitted before on fewer results): one L-BFGS-B run from there alone,
-    a local refinement; `rng` and `restarts` are then unused.
     """
     coroutine = models.VizierGaussianProcess.build_model(data).coroutine
     per_metric = models.VizierGaussianProcess(
@@ -100,11 +94,9 @@ def fit_gp(
         return np.where(finite, losses, 1e10), np.where(finite[:, None], np.asarray(grads)[:, free] * points, 0.0)
 
     log_lower, log_upper = np.log(lower[free]), np.log(upper[free])
-    if start is not None:
-        initial = np.log(np.clip(_flatten(start, layout)[free], lower[free], upper[free]))[None]
-    else:  # Vizier's initialisers draw every GP hyperparameter log-uniformly within its bounds.
-        random_starts = rng.uniform(log_lower, log_upper, size=(restarts, log_lower.size))
-        initial = np.vstack([np.log(np.clip(_flatten(fixed, layout)[free], lower[free], upper[free]))[None], random_starts])
+    # Vizier's initialisers draw every GP hyperparameter log-uniformly within its bounds.
+    random_starts = rng.uniform(log_lower, log_upper, size=(restarts, log_lower.size))
+    initial = np.vstack([np.log(np.clip(_flatten(fixed, layout)[free], lower[free], upper[free]))[None], random_starts])
     solutions = lockstep_lbfgsb(losses_and_grads, initial, log_lower, log_upper, max_iterations)
     best = padded.copy()
     best[free] = np.exp(solutions[int(np.argmin(losses_and_grads(solutions)[0]))])
@@ -161,7 +153,7 @@ def lockstep_lbfgsb(
     """
     starts = np.array(starts, dtype=np.float64)
     bounds = list(zip(lower, upper))
-    with _one_blas_thread():  # threaded BLAS on tiny vectors: 5x slower
+    with _blas_pools().limit(limits=1, user_api="blas"):  # threaded BLAS on tiny vectors: 5x slower
         if greenlet is None:
             return np.array([_minimize(start, bounds, iterations, _first_row(losses_and_grads)) for start in starts])
         return _interleaved(losses_and_grads, starts, bounds, iterations)
@@ -171,28 +163,6 @@ def lockstep_lbfgsb(
 def _blas_pools() -> threadpoolctl.ThreadpoolController:
     """The process's thread pools, found once (a search of the loaded libraries: 4 ms per fit)."""
     return threadpoolctl.ThreadpoolController()
-
-
-_BLAS_LIMIT = threading.Lock()
-_blas_limit: list = [0, None]  # fits running, and the limit they share
-
-
-@contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """BLAS on one thread while any fit runs: the setting is the process's, and a study's fit in
-    the background overlaps the next ask's refinement, so the first fit in sets it and the last
-    one out restores it."""
-    with _BLAS_LIMIT:
-        if not _blas_limit[0]:
-            _blas_limit[1] = _blas_pools().limit(limits=1, user_api="blas")
-        _blas_limit[0] += 1
-    try:
-        yield
-    finally:
-        with _BLAS_LIMIT:
-            _blas_limit[0] -= 1
-            if not _blas_limit[0]:
-                _blas_limit[1].restore_original_limits()
 
 
 def _minimize(

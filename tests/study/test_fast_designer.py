@@ -1,10 +1,7 @@
 """spica.study.fast_designer: the pool is scored in blocks of one shape, with the same picks as
-scored whole; a study whose functions an earlier study's warm-up loaded is not warmed up again;
-a study's asks score with the hyperparameters fitted one ask earlier."""
+scored whole; a study whose functions an earlier study's warm-up loaded is not warmed up again."""
 
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 from vizier import algorithms as vza
@@ -13,9 +10,7 @@ from vizier import pyvizier as vz
 from spica.study import fast_designer
 from spica.study.base import AskPlan
 from spica.study.candidates import CandidateSet, quasi_random_suggestions
-from spica.study.fast_designer import FastDesigner, FastSettings, LaggedFits, warm_up
-from spica.study.gp_fit import fit_gp, pad_rows
-from spica.study.vizier_internals import types
+from spica.study.fast_designer import FastDesigner, FastSettings, warm_up
 from spica.study.params import Objective, Param
 from spica.study.vizier_space import problem_statement, to_vizier
 
@@ -79,40 +74,3 @@ def test_trials_are_padded_to_at_most_half_again_the_rows_they_fill_with_two_siz
     assert all(size > n for n, size in enumerate(rows))  # always padded: a spare row
     assert all(size <= max(16, 1.5 * (n + 1)) for n, size in enumerate(rows))
     assert sorted(set(rows)) == [16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768]
-
-
-def _designer(problem, candidates, trials, completed: int, fits, salt: int):
-    designer = FastDesigner(problem, candidates, seed=5, salt=salt, fits=fits)
-    designer.update(vza.CompletedTrials(trials[:completed]), vza.ActiveTrials([]))
-    features, labels = designer._features_of(designer._completed), designer._warped_labels()
-    rows = designer._rows(len(labels))
-    return designer, types.ModelData(designer._padded(features, rows), pad_rows(labels, rows, 0.0))
-
-
-def _params(model) -> dict:
-    return {name: np.asarray(value).tolist() for name, value in model.params.items()}
-
-
-def test_a_study_refines_the_hyperparameters_its_previous_ask_fitted_and_fits_its_own_for_the_next():
-    problem, candidates = _pool(300)
-    suggestions = quasi_random_suggestions(problem, candidates, set(), 12, seed=3, offset=0)
-    trials = []
-    for number, suggestion in enumerate(suggestions, 1):
-        trial = vz.Trial(parameters=suggestion.parameters, id=number)
-        values = suggestion.parameters
-        trial.complete(vz.Measurement(metrics={"throughput": -(float(values["ratio"].value) - 1.2) ** 2 + 0.1 * float(values["log2_gpus"].value)}))
-        trials.append(trial)
-    settings = FastSettings()
-    fit = functools.partial(fit_gp, restarts=settings.ard_restarts, max_iterations=settings.ard_max_iterations)
-    fits = LaggedFits()
-    first, early = _designer(problem, candidates, trials, fast_designer.LAG_FROM - 2, fits, salt=6)
-    own = first._model(early)  # too few results to lag: every restart, in the ask itself
-    second, data = _designer(problem, candidates, trials, fast_designer.LAG_FROM, fits, salt=8)
-    assert _params(second._model(data)) == _params(fit(data, None, start=own.params))  # the previous ask's fit, refined
-    third, later = _designer(problem, candidates, trials, fast_designer.LAG_FROM + 2, fits, salt=10)
-    background = fit(data, np.random.default_rng([5, 8, 1]))  # the second ask's own, fitted meanwhile
-    assert _params(third._model(later)) == _params(fit(later, None, start=background.params))
-    assert _params(background) != _params(own)
-    for queue in (fast_designer._WARM_UPS, fast_designer._FITS):  # the third ask's own fit, and any warm-up's, done:
-        queue.submit(lambda: None).result()
-    assert fast_designer.exported.collection_pause._running == 0  # automatic collection is back on
