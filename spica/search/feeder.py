@@ -33,13 +33,15 @@ class Feeder:
         self.pool = pool
         self.workers = pool.workers
         self._priority = priority
+        # one worker, or a pool whose items are better sent as one batch (a SLURM job array): passed straight through
+        self._passes_through = self.workers <= 1 or not getattr(pool, "instant_handoff", False)
         self._lock = threading.Lock()
         self._held: list[tuple[Hashable, Callable[[Any], Any], Any, Future]] = []
         self._running = 0
         self._closed = False
 
     def submit(self, fn: Callable[[Any], Any], items: list[Any], tag: Hashable) -> list[Future]:
-        if self.workers <= 1 or not getattr(self.pool, "instant_handoff", False):  # nothing to choose, or batches are cheaper
+        if self._passes_through:
             return self.pool.submit(fn, items)
         futures = [Future() for _ in items]
         with self._lock:
