@@ -29,6 +29,7 @@ from spica.config import ConfigError, SmartSearchConfig
 from spica.errors import SearchError, UserError
 from spica.executors import EXECUTORS
 from spica.results.outcome import SearchResults
+from spica.search.progress import tell
 from spica.startup import collect_less
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
@@ -142,36 +143,52 @@ def _exit_if_nothing_feasible(results: SearchResults) -> None:
     if not len(results):
         from spica.results.table import nothing_feasible
 
-        print(f"spica: {nothing_feasible(results.ledger)}", file=sys.stderr)
+        _say(f"spica: {nothing_feasible(results.ledger)}")
         raise SystemExit(EXIT_NOTHING_FEASIBLE)
 
 
+def _say(line: str) -> None:
+    """A line for the user on stderr, unless no one reads it any more (spica/search/progress.py's
+    `tell`): a message that cannot be shown must not turn an exit status into a traceback."""
+    tell(sys.stderr, line + "\n")
+
+
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler's stop, `kill`): handled like Ctrl-C, so the pool is shut down."""
+    """SIGTERM (a scheduler's stop, `kill`) or SIGHUP (its terminal closed): handled like Ctrl-C,
+    so the pool is shut down."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise _Terminated
+def _on_stop(signum: int, frame: Any) -> None:
+    raise _Terminated(signum)
 
 
 @contextlib.contextmanager
 def _resumable(again_with: str) -> Iterator[None]:
-    """Ctrl-C or SIGTERM during a search: one line saying how to resume, exit 130 (143 for
-    SIGTERM), no traceback; what the search started is shut down on the way out."""
-    try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread: whoever owns the process handles its signals
-        previous = None
+    """Ctrl-C, SIGTERM or SIGHUP during a search: one line saying how to resume, exit 128 + the
+    signal's number (130, 143, 129), no traceback; what the search started is shut down on the
+    way out. A SIGHUP the search was started to ignore (nohup) stays ignored."""
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signum == signal.SIGHUP and signal.getsignal(signum) is signal.SIG_IGN:
+            continue
+        try:
+            previous[signum] = signal.signal(signum, _on_stop)
+        except ValueError:  # not the main thread: whoever owns the process handles its signals
+            break
     try:
         yield
     except KeyboardInterrupt as exc:
         how = "terminated" if isinstance(exc, _Terminated) else "interrupted"
-        print(f"\nspica: {how}. Finished evaluations are kept; run again with {again_with} to resume.", file=sys.stderr)
+        _say(f"\nspica: {how}. Finished evaluations are kept; run again with {again_with} to resume.")
         # Everything the search started is shut down and every finished evaluation is on disk by now.
-        _leave(143 if isinstance(exc, _Terminated) else 130)
+        _leave(128 + (exc.signum if isinstance(exc, _Terminated) else signal.SIGINT))
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _config_for(args: argparse.Namespace) -> tuple[SmartSearchConfig, AppSettings]:
@@ -194,7 +211,7 @@ def _cmd_compile(argv: Sequence[str]) -> None:
 
     branches_for(config)  # a model, SKU or perf-data version the search cannot price is refused now, not at run time
     path = plan.write(args.output)
-    print(f"wrote {path} (fingerprint {plan.short_id}, seed {plan.seed})")
+    tell(sys.stdout, f"wrote {path} (fingerprint {plan.short_id}, seed {plan.seed})\n")
 
 
 def _cmd_run_plan(argv: Sequence[str]) -> None:
@@ -223,7 +240,7 @@ def _cmd_space(argv: Sequence[str]) -> None:
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
     config, _ = _config_for(args)
-    print(format_branches(branches_for(config)))
+    tell(sys.stdout, format_branches(branches_for(config)) + "\n")
 
 
 def _run_file(argv: Sequence[str]) -> None:
@@ -300,19 +317,17 @@ class _user_errors:
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
         if isinstance(exc, UserError):
-            print("spica: invalid input:", file=sys.stderr)
-            for line in exc.lines:
-                print(f"  {line}", file=sys.stderr)
+            _say("\n".join(["spica: invalid input:", *(f"  {line}" for line in exc.lines)]))
             raise SystemExit(EXIT_USAGE)
         if isinstance(exc, SearchError):
-            print(f"spica: {exc}", file=sys.stderr)
+            _say(f"spica: {exc}")
             raise SystemExit(1)
         if isinstance(exc, Exception):
             import traceback
 
-            traceback.print_exception(exc, file=sys.stderr)
-            print(f"spica: this is a bug in Spica, not a problem with your input ({type(exc).__name__}); please report "
-                  "it with the traceback above and the command you ran", file=sys.stderr)
+            _say("".join(traceback.format_exception(exc)).rstrip("\n"))
+            _say(f"spica: this is a bug in Spica, not a problem with your input ({type(exc).__name__}); please report "
+                 "it with the traceback above and the command you ran")
             raise SystemExit(1)
         return False
 
@@ -390,8 +405,9 @@ def _leave(code: int) -> NoReturn:
         with contextlib.suppress(Exception):
             tracker._stop()  # closes its pipe and waits for it to end
         shutil.rmtree(util.get_temp_dir(), ignore_errors=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # its reader has gone: nothing left to show
+            stream.flush()
     os._exit(code)
 
 

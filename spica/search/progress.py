@@ -1,4 +1,5 @@
-"""A live progress line while a search runs: round, evaluations, best so far, ETA."""
+"""A live progress line while a search runs: round, evaluations, best so far, ETA; and `tell`,
+how every line the command prints for a reader reaches it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,18 @@ import time
 from typing import TextIO
 
 from spica.results.ledger import Candidate
+
+
+def tell(stream: TextIO, text: str) -> bool:
+    """Writes `text` and flushes it; False, and nothing raised, once the stream's reader has gone
+    (a pipe whose reader ended: a closed terminal, `| head`, a dead parent). Such a line is only
+    for that reader, so losing it must not stop a search, or keep a stopped one from exiting."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except OSError:
+        return False
+    return True
 
 
 class Progress:
@@ -49,10 +62,8 @@ class Progress:
 
     def _emit(self) -> None:
         end = "\r" if self._tty else "\n"
-        self.stream.write(f"spica: {self.line()}{end}")
-        self.stream.flush()
+        self.enabled = tell(self.stream, f"spica: {self.line()}{end}")  # no reader left: the search goes on silently
 
     def close(self) -> None:
         if self.enabled and self._tty and self.done:
-            self.stream.write("\n")
-            self.stream.flush()
+            tell(self.stream, "\n")

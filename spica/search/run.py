@@ -9,6 +9,7 @@ merge → results folder.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -27,7 +28,7 @@ from spica.search.branches import branches_for, searched_branch
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
 from spica.results import writer as results_writer
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
-from spica.search.progress import Progress
+from spica.search.progress import Progress, tell
 from spica.search.rounds import BranchSearch, RoundLoop, ask_sizes, most_pending
 from spica.search.spread import measure_spread
 from spica.search.unroll import LOAD_ROLE, in_flight
@@ -308,9 +309,9 @@ def _search(
     if progress:
         from spica.results.table import format_results
 
-        print(format_results(config, results, timings))
-        if write:
-            print(f"results: {folder}")
+        shown = tell(sys.stdout, format_results(config, results, timings) + "\n")
+        if write and shown:
+            tell(sys.stdout, f"results: {folder}\n")
     return results
 
 

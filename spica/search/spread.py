@@ -9,12 +9,14 @@ objectives is kept in `provenance["spread"]`, which the table shows as ± half t
 
 from __future__ import annotations
 
+import sys
 from typing import Sequence
 
 from spica.evaluation.evaluate import Evaluation, evaluate_task
 from spica.plan import Plan
 from spica.results.ledger import Candidate
 from spica.search.pool import EvaluationPool, run_all
+from spica.search.progress import tell
 
 SPREAD_TOP = 3  # best candidates measured again (the ones a user deploys)
 SPREAD_REPLAYS = 3  # replays per measured candidate, the search's own included
@@ -30,8 +32,8 @@ def measure_spread(plan: Plan, best: Sequence[Candidate], pool: EvaluationPool, 
     if not chosen:
         return []
     if announce:
-        print(f"spica: replaying the best {len(chosen)} kv_router candidates {SPREAD_REPLAYS - 1} more times "
-              "to show how much their scores vary", flush=True)
+        tell(sys.stdout, f"spica: replaying the best {len(chosen)} kv_router candidates {SPREAD_REPLAYS - 1} more times "
+             "to show how much their scores vary\n")
     again = SPREAD_REPLAYS - 1
     outcomes = run_all(pool, evaluate_task, [(plan.config, candidate.unrolled) for candidate in chosen for _ in range(again)])
     for index, candidate in enumerate(chosen):

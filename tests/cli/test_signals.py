@@ -65,10 +65,12 @@ def leave_nothing():
 
 
 def _ctrl_c_as_in_a_terminal() -> None:
-    """A suite started in the background of a script (`cmd &`, nohup) ignores SIGINT, and so would
-    the search it starts: Python leaves an inherited SIG_IGN in place, as a background job should.
-    The search here is started as from a terminal, where Ctrl-C reaches it."""
+    """A suite started in the background of a script (`cmd &`, nohup) ignores SIGINT (and SIGHUP),
+    and so would the search it starts: Python leaves an inherited SIG_IGN in place, as a
+    background job should. The search here is started as from a terminal, where Ctrl-C and a
+    closing terminal reach it."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _temporary(results: Path) -> dict[str, str]:
@@ -142,7 +144,7 @@ def test_a_finished_search_waits_for_every_process_it_started(tmp_path):
     assert code == 0 and orphans == []
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGKILL, -9)])
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129), (signal.SIGKILL, -9)])
 def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, leave_nothing):
     results = tmp_path / "results"
     search = _start(results)
@@ -155,7 +157,7 @@ def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, 
     _, stderr = search.communicate(timeout=120)
     assert search.returncode == code
     if signum != signal.SIGKILL:
-        how = "terminated" if signum == signal.SIGTERM else "interrupted"
+        how = "interrupted" if signum == signal.SIGINT else "terminated"
         assert f"spica: {how}. Finished evaluations are kept; run again with results_dir={results} to resume." in stderr
         # nothing but Spica's own lines: no traceback, no multiprocessing warning of leaked semaphores
         assert [line for line in stderr.splitlines() if line.strip() and not line.startswith("spica: ")] == []
@@ -176,6 +178,29 @@ def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, 
     assert f"resuming: {len(set(finished))} finished evaluations" in again.stderr
     keys = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip()]
     assert len(keys) == len(set(keys)), "no evaluation was repeated"
+
+
+def test_a_search_whose_reader_has_gone_goes_on_and_still_stops_on_sigterm(tmp_path, leave_nothing):
+    """The program reading the search's output has ended (its parent was killed, its terminal
+    closed): every line the search prints now fails. It searches on without them, and SIGTERM
+    still stops it with 143 and leaves nothing — before, the message it could not print skipped
+    the exit that ends its threads, and the process waited for a JAX warm-up to finish (45 s)."""
+    results = tmp_path / "results"
+    search = _start(results)
+    leave_nothing(search)
+    journal = results / "evaluations.jsonl"
+    _wait_for_evaluations(journal, 1, search)
+    started = _descendants(search.pid)
+    search.stdout.close()
+    search.stderr.close()
+    _wait_for_evaluations(journal, 6, search)  # a round's progress line, at least, found no reader
+    assert search.poll() is None, "the search went on without a reader"
+    search.send_signal(signal.SIGTERM)
+    assert search.wait(timeout=120) == 143
+    deadline = time.monotonic() + 15
+    while _alive(started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(started) and _left_in_tmp(results) == []
 
 
 S1_EVALUATIONS = 2 * 10 * 2  # S1's two branches × sweep.max_rounds=10 × candidates_per_round 2

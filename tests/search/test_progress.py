@@ -1,0 +1,43 @@
+"""The progress line: one line per round off a terminal, and a search that loses its reader goes on."""
+
+from __future__ import annotations
+
+import io
+
+from spica.results.ledger import Candidate
+from spica.search.progress import Progress, tell
+
+
+class _ClosedPipe(io.StringIO):
+    """A stream whose reader has gone: every flush fails as a pipe's does."""
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def _candidate(score: float) -> Candidate:
+    return Candidate(key=str(score), branch="agg", round=1, status="feasible", unrolled={}, score=score)
+
+
+def test_a_line_per_round_off_a_terminal_with_the_best_so_far():
+    stream = io.StringIO()
+    progress = Progress(total=4, target=["throughput"], enabled=True, stream=stream)
+    progress.update(1, _candidate(10.0))
+    progress.update(1, _candidate(12.5))
+    progress.update(2, _candidate(11.0))
+    lines = stream.getvalue().splitlines()
+    assert [line.split(" | ")[:3] for line in lines] == [
+        ["spica: round 1", "1/4 evaluations", "best 10.00 throughput"],
+        ["spica: round 2", "3/4 evaluations", "best 12.50 throughput"],
+    ]
+
+
+def test_a_stream_without_a_reader_stops_the_lines_not_the_search():
+    stream = _ClosedPipe()
+    progress = Progress(total=4, target=["throughput"], enabled=True, stream=stream)
+    progress.update(1, _candidate(10.0))  # raised BrokenPipeError into the search before
+    assert not progress.enabled
+    progress.update(2, _candidate(12.0))
+    progress.close()
+    assert progress.done == 2 and progress.best == 12.0
+    assert tell(stream, "x\n") is False and tell(io.StringIO(), "x\n") is True
