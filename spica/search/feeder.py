@@ -19,7 +19,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Hashable
 
-from spica.search.pool import EvaluationPool
+from spica.search.pool import EvaluationPool, pass_on
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +96,4 @@ class Feeder:
         try:
             self._feed()
         finally:
-            if inner.cancelled():
-                proxy.cancel()
-            elif inner.exception() is not None:
-                proxy.set_exception(inner.exception())
-            else:
-                proxy.set_result(inner.result())
+            pass_on(inner, proxy)

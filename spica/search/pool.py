@@ -94,6 +94,17 @@ class InlinePool:
         return None
 
 
+def pass_on(inner: Future, proxy: Future) -> None:
+    """Gives `proxy`, the future a caller holds, the outcome of the future `inner` that did the
+    work: its result, its error, or its cancellation."""
+    if inner.cancelled():
+        proxy.cancel()
+    elif inner.exception() is not None:
+        proxy.set_exception(inner.exception())
+    else:
+        proxy.set_result(inner.result())
+
+
 class ProcessPool:
     """A process pool that survives losing a worker. Its workers are spawned, each importing
     what it runs; or, given `imports`, forked from a forkserver that has imported those modules
@@ -170,10 +181,7 @@ class ProcessPool:
         return proxy
 
     def _settle(self, inner: Future, executor: ProcessPoolExecutor, fn: Callable[[Any], Any], item: Any, retries: int, proxy: Future) -> None:
-        if inner.cancelled():
-            proxy.cancel()
-            return
-        error = inner.exception()
+        error = None if inner.cancelled() else inner.exception()
         if isinstance(error, BrokenProcessPool) and not self._closed:
             if not self._heal(executor):
                 proxy.set_exception(DeadPoolError(DEAD_POOL_MESSAGE))
@@ -182,11 +190,9 @@ class ProcessPool:
             else:
                 proxy.set_exception(WorkerLost("the worker evaluating this item died twice (killed, or out of memory)"))
             return
-        if error is not None:
-            proxy.set_exception(error)
-            return
-        self._progress = True
-        proxy.set_result(inner.result())
+        if not inner.cancelled() and error is None:
+            self._progress = True
+        pass_on(inner, proxy)
 
     def _heal(self, broken: ProcessPoolExecutor) -> bool:
         """Replace a broken pool (once per break); False when no worker of it ever came up."""
