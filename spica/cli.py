@@ -154,41 +154,35 @@ def _say(line: str) -> None:
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler's stop, `kill`) or SIGHUP (its terminal closed): handled like Ctrl-C,
-    so the pool is shut down."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
+    """SIGTERM (a scheduler's stop, `kill`): handled like Ctrl-C, so the pool is shut down."""
 
 
-def _on_stop(signum: int, frame: Any) -> None:
-    raise _Terminated(signum)
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated
 
 
 @contextlib.contextmanager
 def _resumable(again_with: str) -> Iterator[None]:
-    """Ctrl-C, SIGTERM or SIGHUP during a search: one line saying how to resume, exit 128 + the
-    signal's number (130, 143, 129), no traceback; what the search started is shut down on the
-    way out. A SIGHUP the search was started to ignore (nohup) stays ignored."""
-    previous = {}
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        if signum == signal.SIGHUP and signal.getsignal(signum) is signal.SIG_IGN:
-            continue
-        try:
-            previous[signum] = signal.signal(signum, _on_stop)
-        except ValueError:  # not the main thread: whoever owns the process handles its signals
-            break
+    """Ctrl-C or SIGTERM during a search: one line saying how to resume, exit 130 (143 for
+    SIGTERM), no traceback; what the search started is shut down on the way out. A second one
+    meanwhile (Ctrl-C pressed twice) is ignored: raised into the exit, it would skip `_leave`."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: whoever owns the process handles its signals
+        previous = None
     try:
         yield
     except KeyboardInterrupt as exc:
+        if previous is not None:  # the main thread's: it may set handlers
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         how = "terminated" if isinstance(exc, _Terminated) else "interrupted"
         _say(f"\nspica: {how}. Finished evaluations are kept; run again with {again_with} to resume.")
         # Everything the search started is shut down and every finished evaluation is on disk by now.
-        _leave(128 + (exc.signum if isinstance(exc, _Terminated) else signal.SIGINT))
+        _leave(143 if isinstance(exc, _Terminated) else 130)
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _config_for(args: argparse.Namespace) -> tuple[SmartSearchConfig, AppSettings]:
@@ -388,7 +382,7 @@ def _leave(code: int) -> NoReturn:
     finalizers, run later by a garbage collection, printed a traceback for each."""
     logging.shutdown()
     if "multiprocessing" in sys.modules:
-        from multiprocessing import forkserver, resource_tracker, synchronize, util
+        from multiprocessing import forkserver, process, resource_tracker, synchronize, util
 
         for finalizer in list(util._finalizer_registry.values()):  # a copy: each call removes itself
             if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
@@ -404,10 +398,11 @@ def _leave(code: int) -> NoReturn:
         tracker = getattr(resource_tracker, "_resource_tracker", None)  # the module's one tracker
         with contextlib.suppress(Exception):
             tracker._stop()  # closes its pipe and waits for it to end
-        shutil.rmtree(util.get_temp_dir(), ignore_errors=True)
+        folder = process.current_process()._config.get("tempdir")  # get_temp_dir() would make one, and may fail to
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError):  # its reader has gone: nothing left to show
-            stream.flush()
+        tell(stream, "")  # what is buffered, unless its reader has gone
     os._exit(code)
 
 

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+from spica.search.progress import tell
+
 
 def prepare() -> None:
     """The writer process's start: everything writing the folder imports; and its end without
@@ -31,8 +33,8 @@ def prepare() -> None:
 
 
 def _end_now() -> None:
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        tell(stream, "")  # what is buffered, unless the search's reader has gone
     os._exit(0)
 
 

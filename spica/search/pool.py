@@ -197,8 +197,8 @@ class ProcessPool:
     def _heal(self, broken: ProcessPoolExecutor) -> bool:
         """Replace a broken pool (once per break); False when no worker of it ever came up."""
         with self._lock:
-            if self._executor is not broken:
-                return True  # another item's callback replaced it already
+            if self._closed or self._executor is not broken:
+                return True  # closed meanwhile: nothing replaces it; or another item's callback replaced it already
             if not self._progress:
                 return False
             self._progress = False
@@ -208,8 +208,8 @@ class ProcessPool:
 
     def close(self, wait: bool = True) -> None:
         """Cancel what is queued; `wait`: until the items running finish and the workers end."""
-        self._closed = True
-        with self._lock:
+        with self._lock:  # a break being healed meanwhile either ends before, or sees it closed
+            self._closed = True
             executor = self._executor
         executor.shutdown(wait=wait, cancel_futures=True)
 

@@ -1,5 +1,6 @@
 """A live progress line while a search runs: round, evaluations, best so far, ETA; and `tell`,
-how every line the command prints for a reader reaches it."""
+how the lines the command prints itself (not its log lines: logging drops what it cannot write)
+reach their reader."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ from typing import TextIO
 from spica.results.ledger import Candidate
 
 
-def tell(stream: TextIO, text: str) -> bool:
-    """Writes `text` and flushes it; False, and nothing raised, once the stream's reader has gone
-    (a pipe whose reader ended: a closed terminal, `| head`, a dead parent). Such a line is only
-    for that reader, so losing it must not stop a search, or keep a stopped one from exiting."""
+def tell(stream: TextIO | None, text: str) -> bool:
+    """Writes `text` and flushes it; False, and nothing raised, when that fails: the stream's
+    reader has gone (a pipe whose reader ended: a closed terminal, `| head`, a dead parent), or
+    there is no stream (the command started with it closed). Such a line is only for that
+    reader, so losing it must not stop a search, or keep a stopped one from exiting."""
+    if stream is None:
+        return False
     try:
         stream.write(text)
         stream.flush()
-    except OSError:
+    except (OSError, ValueError):  # ValueError: the file object itself was closed
         return False
     return True
 

@@ -65,12 +65,10 @@ def leave_nothing():
 
 
 def _ctrl_c_as_in_a_terminal() -> None:
-    """A suite started in the background of a script (`cmd &`, nohup) ignores SIGINT (and SIGHUP),
-    and so would the search it starts: Python leaves an inherited SIG_IGN in place, as a
-    background job should. The search here is started as from a terminal, where Ctrl-C and a
-    closing terminal reach it."""
+    """A suite started in the background of a script (`cmd &`, nohup) ignores SIGINT, and so would
+    the search it starts: Python leaves an inherited SIG_IGN in place, as a background job should.
+    The search here is started as from a terminal, where Ctrl-C reaches it."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _temporary(results: Path) -> dict[str, str]:
@@ -144,7 +142,7 @@ def test_a_finished_search_waits_for_every_process_it_started(tmp_path):
     assert code == 0 and orphans == []
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129), (signal.SIGKILL, -9)])
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGKILL, -9)])
 def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, leave_nothing):
     results = tmp_path / "results"
     search = _start(results)
@@ -157,7 +155,7 @@ def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, 
     _, stderr = search.communicate(timeout=120)
     assert search.returncode == code
     if signum != signal.SIGKILL:
-        how = "interrupted" if signum == signal.SIGINT else "terminated"
+        how = "terminated" if signum == signal.SIGTERM else "interrupted"
         assert f"spica: {how}. Finished evaluations are kept; run again with results_dir={results} to resume." in stderr
         # nothing but Spica's own lines: no traceback, no multiprocessing warning of leaked semaphores
         assert [line for line in stderr.splitlines() if line.strip() and not line.startswith("spica: ")] == []
@@ -180,19 +178,26 @@ def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, 
     assert len(keys) == len(set(keys)), "no evaluation was repeated"
 
 
-def test_a_search_whose_reader_has_gone_goes_on_and_still_stops_on_sigterm(tmp_path, leave_nothing):
-    """The program reading the search's output has ended (its parent was killed, its terminal
-    closed): every line the search prints now fails. It searches on without them, and SIGTERM
-    still stops it with 143 and leaves nothing — before, the message it could not print skipped
-    the exit that ends its threads, and the process waited for a JAX warm-up to finish (45 s)."""
-    results = tmp_path / "results"
-    search = _start(results)
-    leave_nothing(search)
-    journal = results / "evaluations.jsonl"
+def _reader_gone(search: subprocess.Popen, journal: Path) -> set[int]:
+    """Once the search replays, the program reading its output ends (its parent was killed, its
+    terminal closed): every line the search or its workers print from now on fails. Returns the
+    processes the search had started."""
     _wait_for_evaluations(journal, 1, search)
     started = _descendants(search.pid)
     search.stdout.close()
     search.stderr.close()
+    return started
+
+
+def test_a_search_whose_reader_has_gone_still_stops_on_sigterm(tmp_path, leave_nothing):
+    """SIGTERM still stops it with 143 and leaves nothing. Before, the message it could not print
+    skipped the exit that does not wait for threads, and the process waited in interpreter
+    finalization for a JAX warm-up (29-45 s with a cold trace cache)."""
+    results = tmp_path / "results"
+    search = _start(results)
+    leave_nothing(search)
+    journal = results / "evaluations.jsonl"
+    started = _reader_gone(search, journal)
     _wait_for_evaluations(journal, 6, search)  # a round's progress line, at least, found no reader
     assert search.poll() is None, "the search went on without a reader"
     search.send_signal(signal.SIGTERM)
@@ -201,6 +206,19 @@ def test_a_search_whose_reader_has_gone_goes_on_and_still_stops_on_sigterm(tmp_p
     while _alive(started) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(started) and _left_in_tmp(results) == []
+
+
+def test_a_search_whose_reader_has_gone_finishes_as_usual(tmp_path, leave_nothing):
+    """Without its progress lines and its table, it measures every candidate (none failed for
+    lack of a reader: replays and workers print into the same closed pipe) and writes its folder."""
+    results = tmp_path / "results"
+    search = _start(results)
+    leave_nothing(search)
+    _reader_gone(search, results / "evaluations.jsonl")
+    assert search.wait(timeout=600) == 0
+    tallies = json.loads((results / "summary.json").read_text())["tallies"]
+    assert tallies["failed"] == 0 and tallies["feasible"] == S1_EVALUATIONS, tallies
+    assert (results / "ledger.json").exists() and _left_in_tmp(results) == []
 
 
 S1_EVALUATIONS = 2 * 10 * 2  # S1's two branches × sweep.max_rounds=10 × candidates_per_round 2
