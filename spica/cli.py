@@ -12,6 +12,7 @@ search that finds no feasible deployment says why and exits 3.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import logging
@@ -19,6 +20,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
@@ -157,32 +159,85 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM (a scheduler's stop, `kill`): handled like Ctrl-C, so the pool is shut down."""
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise _Terminated
+STOP_RETRY_SECONDS = 0.1
+
+
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt and SIGTERM _Terminated in the main thread, once: a signal
+    while that one stops the command (Ctrl-C pressed twice) does nothing, since raised into the
+    shutdown it would cut it short and skip `_leave`. Python runs a signal's handler wherever the
+    main thread is: inside an import the exception is held back and tried again every
+    STOP_RETRY_SECONDS (`_importing`); raised inside a garbage collector's callback (JAX registers
+    one), Python prints it and drops it, and a search so interrupted while it imported went on as
+    if never asked: a dropped one is raised again. A signal the command was started ignoring (a
+    script's background job ignores Ctrl-C) stays ignored; outside the main thread, whoever owns
+    the process handles its signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if raised.is_set():
+            return
+        if _importing(frame):
+            retry = threading.Timer(STOP_RETRY_SECONDS, _thread.interrupt_main, args=(signum,))
+            retry.daemon = True
+            retry.start()
+            return
+        raised.set()
+        raise _Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+    report_unraisable = sys.unraisablehook
+
+    def on_unraisable(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and raised.is_set():
+            raised.clear()
+            _thread.interrupt_main(signal.SIGTERM if isinstance(unraisable.exc_value, _Terminated) else signal.SIGINT)
+        else:
+            report_unraisable(unraisable)
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)
+                if signal.getsignal(signum) is not signal.SIG_IGN}
+    sys.unraisablehook = on_unraisable
+    try:
+        yield
+    finally:
+        raised.set()
+        sys.unraisablehook = report_unraisable
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _importing(frame: Any) -> bool:
+    """Whether the main thread is importing a module. Raised into a native module's
+    initialisation, KeyboardInterrupt can abort the process (jaxlib's: a C++ terminate, exit -6,
+    the pool's semaphores leaked): the stop waits for the import (_stop_signals)."""
+    while frame is not None:
+        if frame.f_globals.get("__name__") in ("importlib._bootstrap", "importlib._bootstrap_external"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _stopped(exc: KeyboardInterrupt, hint: str = "") -> NoReturn:
+    """The command's end on Ctrl-C (exit 130) or SIGTERM (143): one line, no traceback."""
+    how = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+    _say(f"\nspica: {how}.{hint}")
+    _leave(143 if isinstance(exc, _Terminated) else 130)
 
 
 @contextlib.contextmanager
 def _resumable(again_with: str) -> Iterator[None]:
     """Ctrl-C or SIGTERM during a search: one line saying how to resume, exit 130 (143 for
-    SIGTERM), no traceback; what the search started is shut down on the way out. A second one
-    meanwhile (Ctrl-C pressed twice) is ignored: raised into the exit, it would skip `_leave`."""
-    try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread: whoever owns the process handles its signals
-        previous = None
-    try:
-        yield
-    except KeyboardInterrupt as exc:
-        if previous is not None:  # the main thread's: it may set handlers
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        how = "terminated" if isinstance(exc, _Terminated) else "interrupted"
-        _say(f"\nspica: {how}. Finished evaluations are kept; run again with {again_with} to resume.")
-        # Everything the search started is shut down and every finished evaluation is on disk by now.
-        _leave(143 if isinstance(exc, _Terminated) else 130)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    SIGTERM); what the search started is shut down on the way out (_stop_signals)."""
+    with _stop_signals():
+        try:
+            yield
+        except KeyboardInterrupt as exc:
+            # Everything the search started is shut down and every finished evaluation is on disk by now.
+            _stopped(exc, f" Finished evaluations are kept; run again with {again_with} to resume.")
 
 
 def _config_for(args: argparse.Namespace) -> tuple[SmartSearchConfig, AppSettings]:
@@ -341,16 +396,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     use), it collects garbage less often (spica/startup.py) and ends, once its output is
     flushed, without interpreter finalization (`_leave`)."""
     explicit = argv is not None
-    if not explicit:
-        collect_less()
-    try:
-        _dispatch(list(sys.argv[1:] if argv is None else argv), explicit)
-    except SystemExit as exc:
-        if explicit or not isinstance(exc.code, (int, type(None))):
-            raise
-        _leave(exc.code or 0)
-    if not explicit:
-        _leave(0)
+    if explicit:
+        return _dispatch(list(argv), explicit)
+    collect_less()
+    with _stop_signals():
+        try:
+            _dispatch(sys.argv[1:], explicit)
+        except SystemExit as exc:
+            if not isinstance(exc.code, (int, type(None))):
+                raise
+            _leave(exc.code or 0)
+        except KeyboardInterrupt as exc:  # before a search (or outside one): nothing to resume
+            _stopped(exc)
+    _leave(0)
 
 
 def _dispatch(argv: list[str], explicit: bool) -> None:
@@ -379,11 +437,18 @@ def _leave(code: int) -> NoReturn:
     socket, `/tmp/pymp-*`). An interrupted search's pools still hold their queues' semaphores:
     they are removed here, as their owners' finalizers would at a normal exit, before the tracker
     stops. Left to the tracker, it removed them itself with a warning of leaks, and the
-    finalizers, run later by a garbage collection, printed a traceback for each."""
+    finalizers, run later by a garbage collection, printed a traceback for each. A pool's
+    processes still running are killed first: a pool a Ctrl-C stopped while it was being made
+    was never closed, and its processes, which hold the tracker's pipe, kept the tracker, and so
+    this exit, waiting for ever."""
     logging.shutdown()
     if "multiprocessing" in sys.modules:
+        import multiprocessing
         from multiprocessing import forkserver, process, resource_tracker, synchronize, util
 
+        for child in multiprocessing.active_children():  # a pool stopped before it could be closed
+            with contextlib.suppress(OSError):
+                child.kill()
         for finalizer in list(util._finalizer_registry.values()):  # a copy: each call removes itself
             if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
                 with contextlib.suppress(Exception):  # already gone (a cleaner of /dev/shm): nothing to remove

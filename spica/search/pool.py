@@ -152,10 +152,15 @@ class ProcessPool:
         return executor
 
     def _launch(self, executor: ProcessPoolExecutor) -> None:
+        # The processes started here (the forkserver, the workers, a spawned pool's) inherit this
+        # thread's signal mask: born with Ctrl-C blocked, one pressed while they import (it reaches
+        # the terminal's whole process group) cannot kill them with a traceback. The caller alone
+        # handles it; the workers then ignore it (_worker_setup).
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         for _ in range(self.workers):
             try:
                 executor.submit(_ready).add_done_callback(self._started)
-            except (BrokenProcessPool, RuntimeError):  # closed, or broken, before its workers came up
+            except (BrokenProcessPool, RuntimeError, OSError, EOFError):  # closed or broken (its forkserver gone) before its workers came up
                 return
 
     def _started(self, probe: Future) -> None:

@@ -178,6 +178,41 @@ def test_a_stopped_search_leaves_no_process_and_resumes(tmp_path, signum, code, 
     assert len(keys) == len(set(keys)), "no evaluation was repeated"
 
 
+def _ctrl_c_from_a_terminal_of_its_own() -> None:
+    """As from a terminal: Ctrl-C reaches the search and every process it starts (a group of its own)."""
+    _ctrl_c_as_in_a_terminal()
+    os.setpgrp()
+
+
+def test_ctrl_c_while_the_search_starts_its_processes_stops_it_in_one_line(tmp_path, leave_nothing):
+    """Ctrl-C reaches the whole process group. Landing while the forkserver and the results writer
+    still import (before they can ignore it), it killed them with tracebacks; landing while the
+    search's own imports ran a garbage collector's callback, it was dropped there and the search
+    went on, its pool dead. Now: one line, exit 130, nothing left."""
+    results = tmp_path / "results"
+    search = subprocess.Popen(
+        [sys.executable, "-m", "spica", "--config", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"), "--results-dir", str(results)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_from_a_terminal_of_its_own,
+        env=_temporary(results),
+    )
+    leave_nothing(search)
+    deadline = time.monotonic() + 60
+    while search.poll() is None and time.monotonic() < deadline:
+        if any("multiprocessing.forkserver" in _cmdline(pid) for pid in _descendants(search.pid)):
+            break  # the forkserver has started; it imports the evaluation stack for ~0.5 s
+        time.sleep(0.01)
+    started = _descendants(search.pid)
+    os.killpg(search.pid, signal.SIGINT)
+    _, stderr = search.communicate(timeout=120)
+    assert search.returncode == 130, stderr[-2000:]
+    assert [line for line in stderr.splitlines() if line.strip() and not line.startswith("spica: ")] == [], stderr[-2000:]
+    assert "spica: interrupted." in stderr
+    deadline = time.monotonic() + 15
+    while _alive(started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(started) and _left_in_tmp(results) == []
+
+
 def _reader_gone(search: subprocess.Popen, journal: Path) -> set[int]:
     """Once the search replays, the program reading its output ends (its parent was killed, its
     terminal closed): every line the search or its workers print from now on fails. Returns the

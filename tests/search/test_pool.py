@@ -60,6 +60,37 @@ def test_workers_leave_ctrl_c_to_the_caller():
         pool.close()
 
 
+def _ctrl_c_blocked_from_birth(_: object) -> bool:
+    """Whether this process's main thread has Ctrl-C blocked: only inherited (nothing here blocks it)."""
+    import signal
+
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def _blocked_signals(pid: int) -> int:
+    line = next(line for line in open(f"/proc/{pid}/status") if line.startswith("SigBlk:"))
+    return int(line.split()[1], 16)
+
+
+@pytest.mark.parametrize("imports", [(), ("json",)], ids=["spawned", "forked"])
+def test_processes_a_pool_starts_are_born_with_ctrl_c_blocked(imports):
+    """Ctrl-C reaches the terminal's whole process group: a worker, a spawned pool's process or the
+    forkserver still importing when it lands would die with a traceback (the forkserver ignores it
+    only once its imports are done, a worker once it is set up)."""
+    import multiprocessing.forkserver
+    import signal
+
+    pool = ProcessPool(2, imports=imports)
+    try:
+        assert run_all(pool, _ctrl_c_blocked_from_birth, [None, None]) == [True, True]
+        if imports:
+            forkserver = multiprocessing.forkserver._forkserver._forkserver_pid
+            assert _blocked_signals(forkserver) & (1 << (signal.SIGINT - 1))
+    finally:
+        pool.close()
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the caller's own threads are untouched
+
+
 def _die_once(marker: str) -> str:
     """Kill this worker the first time it sees `marker`; succeed when retried."""
     from pathlib import Path
