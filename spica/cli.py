@@ -178,14 +178,16 @@ def _stop_signals() -> Iterator[None]:
         return
     raised = threading.Event()
 
+    def again(signum: int) -> None:  # from another thread: in this one, the handler would run at once, where it is
+        retry = threading.Timer(STOP_RETRY_SECONDS, _thread.interrupt_main, args=(signum,))
+        retry.daemon = True
+        retry.start()
+
     def on_signal(signum: int, frame: Any) -> None:
         if raised.is_set():
             return
         if _importing(frame):
-            retry = threading.Timer(STOP_RETRY_SECONDS, _thread.interrupt_main, args=(signum,))
-            retry.daemon = True
-            retry.start()
-            return
+            return again(signum)
         raised.set()
         raise _Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
@@ -194,7 +196,7 @@ def _stop_signals() -> Iterator[None]:
     def on_unraisable(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt) and raised.is_set():
             raised.clear()
-            _thread.interrupt_main(signal.SIGTERM if isinstance(unraisable.exc_value, _Terminated) else signal.SIGINT)
+            again(signal.SIGTERM if isinstance(unraisable.exc_value, _Terminated) else signal.SIGINT)
         else:
             report_unraisable(unraisable)
 
