@@ -178,8 +178,10 @@ def _stop_signals() -> Iterator[None]:
         return
     raised = threading.Event()
 
-    def again(signum: int) -> None:  # from another thread: in this one, the handler would run at once, where it is
-        retry = threading.Timer(STOP_RETRY_SECONDS, _thread.interrupt_main, args=(signum,))
+    def again(signum: int) -> None:
+        """The signal once more, soon, from another thread (from this one, its handler would run at
+        once, where this one is); not once the command is stopping, or this block has ended."""
+        retry = threading.Timer(STOP_RETRY_SECONDS, lambda: raised.is_set() or _thread.interrupt_main(signum))
         retry.daemon = True
         retry.start()
 
