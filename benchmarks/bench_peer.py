@@ -10,7 +10,9 @@ Per scenario: the peer once (benchmarks/peer/run.sh on benchmarks/peer/<scenario
 scenario's own seed; its candidates re-scored by benchmarks/peer/rescore.py into
 results/peer.json), then the `spica` command `--seeds` times (bench_search.py's
 measure_in_new_process, seeds from the scenario's own). Printed as one table and written to
-benchmarks/results/peer_side_by_side.json:
+benchmarks/results/peer_side_by_side.json, each scenario's row in place of its earlier one, with
+when and at which commit it was measured (the rows of one run share both), so that running one
+scenario again keeps the others:
 - time: the peer's process wall against the median of Spica's, and their ratio;
 - quality, one objective (S1, S2): each tool's best replayed REPLAYS times by Spica's evaluator,
   mean and range (a kv_router candidate replays differently each time: Dynamo's router takes no
@@ -35,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench_search import PEER, REPO, RESULTS, _earlier, load, measure_in_new_process, read_results, refuse_existing, summary
@@ -140,8 +143,21 @@ def main() -> None:
         if args.glm5_rounds:
             rows.append(glm5(args.glm5_rounds, scratch))
     print(table(rows))
-    OUT.write_text(json.dumps(rows, indent=1) + "\n")
-    print(f"wrote {OUT}")
+    measured = {"at": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), "commit": _commit()}
+    written = {row["scenario"]: row for row in (json.loads(OUT.read_text()) if OUT.exists() else [])}
+    written |= {row["scenario"]: row | {"measured": measured} for row in rows}
+    OUT.write_text(json.dumps(sorted(written.values(), key=lambda row: ORDER.index(row["scenario"])), indent=1) + "\n")
+    print(f"wrote {', '.join(row['scenario'] for row in rows)} to {OUT}")
+
+
+ORDER = ("s1", "s2", "s3", "glm5")
+
+
+def _commit() -> str:
+    """The checkout's commit, marked "+changes" where its tracked files differ from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=REPO).stdout.strip()
+    return f"{head}+changes" if head and changed else head or "unknown"
 
 
 if __name__ == "__main__":
