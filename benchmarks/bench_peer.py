@@ -133,6 +133,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="keep both tools' outputs under DIR (else a temporary folder)")
     args = parser.parse_args()
     os.chdir(REPO)  # scenario paths (S2's trace) are relative to the project root
+    measured = {"at": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), "commit": _commit()}  # before results/ changes
     with tempfile.TemporaryDirectory() as temporary:
         scratch = (args.out or Path(temporary)).resolve()
         scratch.mkdir(parents=True, exist_ok=True)
@@ -143,7 +144,6 @@ def main() -> None:
         if args.glm5_rounds:
             rows.append(glm5(args.glm5_rounds, scratch))
     print(table(rows))
-    measured = {"at": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), "commit": _commit()}
     written = {row["scenario"]: row for row in (json.loads(OUT.read_text()) if OUT.exists() else [])}
     written |= {row["scenario"]: row | {"measured": measured} for row in rows}
     OUT.write_text(json.dumps(sorted(written.values(), key=lambda row: ORDER.index(row["scenario"])), indent=1) + "\n")
