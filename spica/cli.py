@@ -31,7 +31,7 @@ from spica.config import ConfigError, SmartSearchConfig
 from spica.errors import SearchError, UserError
 from spica.executors import EXECUTORS
 from spica.results.outcome import SearchResults
-from spica.search.progress import tell
+from spica.search.progress import flush_output, tell
 from spica.startup import collect_less
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
@@ -470,8 +470,7 @@ def _leave(code: int) -> NoReturn:
         folder = process.current_process()._config.get("tempdir")  # get_temp_dir() would make one, and may fail to
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
-    for stream in (sys.stdout, sys.stderr):
-        tell(stream, "")  # what is buffered, unless its reader has gone
+    flush_output()
     os._exit(code)
 
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import atexit
 import os
-import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from spica.search.progress import tell
+from spica.search.progress import flush_output
 
 
 def prepare() -> None:
@@ -33,8 +32,7 @@ def prepare() -> None:
 
 
 def _end_now() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        tell(stream, "")  # what is buffered, unless the search's reader has gone
+    flush_output()
     os._exit(0)
 
 

@@ -186,7 +186,8 @@ class ProcessPool:
         return proxy
 
     def _settle(self, inner: Future, executor: ProcessPoolExecutor, fn: Callable[[Any], Any], item: Any, retries: int, proxy: Future) -> None:
-        error = None if inner.cancelled() else inner.exception()
+        cancelled = inner.cancelled()
+        error = None if cancelled else inner.exception()
         if isinstance(error, BrokenProcessPool) and not self._closed:
             if not self._heal(executor):
                 proxy.set_exception(DeadPoolError(DEAD_POOL_MESSAGE))
@@ -195,7 +196,7 @@ class ProcessPool:
             else:
                 proxy.set_exception(WorkerLost("the worker evaluating this item died twice (killed, or out of memory)"))
             return
-        if not inner.cancelled() and error is None:
+        if not cancelled and error is None:
             self._progress = True
         pass_on(inner, proxy)
 

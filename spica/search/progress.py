@@ -26,6 +26,13 @@ def tell(stream: TextIO | None, text: str) -> bool:
     return True
 
 
+def flush_output() -> None:
+    """What stdout and stderr still hold, written out before a process exits without interpreter
+    finalization (os._exit), unless their reader has gone (`tell`)."""
+    for stream in (sys.stdout, sys.stderr):
+        tell(stream, "")
+
+
 class Progress:
     """Rewrites one line on a terminal; prints a line per round elsewhere (logs, CI, SLURM)."""
 
