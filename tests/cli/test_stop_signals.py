@@ -15,6 +15,15 @@ import pytest
 from spica.cli import _stop_signals
 
 
+@pytest.fixture(autouse=True)
+def _ctrl_c_as_from_a_terminal():
+    """A suite started in the background of a script (`cmd &`) inherits an ignored SIGINT, which
+    _stop_signals rightly leaves ignored: these tests run as from a terminal, where Ctrl-C counts."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _idle(seconds: float) -> None:
     """Python code running (where a pending signal's handler runs) for `seconds`."""
     end = time.monotonic() + seconds
