@@ -14,6 +14,7 @@ evaluation stack: paid once per run, not per worker or per candidate.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import multiprocessing
@@ -24,7 +25,7 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from spica.errors import DeadPoolError
 
@@ -152,14 +153,10 @@ class ProcessPool:
         return executor
 
     def _launch(self, executor: ProcessPoolExecutor) -> None:
-        # The processes started here (the forkserver, the workers, a spawned pool's) inherit this
-        # thread's signal mask: born with Ctrl-C blocked, one pressed while they import (it reaches
-        # the terminal's whole process group) cannot kill them with a traceback. The caller alone
-        # handles it; the workers then ignore it (_worker_setup).
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         for _ in range(self.workers):
             try:
-                executor.submit(_ready).add_done_callback(self._started)
+                with _ctrl_c_held():
+                    executor.submit(_ready).add_done_callback(self._started)
             except (BrokenProcessPool, RuntimeError, OSError, EOFError):  # closed or broken (its forkserver gone) before its workers came up
                 return
 
@@ -174,7 +171,8 @@ class ProcessPool:
         with self._lock:
             executor = self._executor
         try:
-            inner = executor.submit(fn, item)
+            with _ctrl_c_held():  # a submit may start a worker (the executor starts them on demand)
+                inner = executor.submit(fn, item)
         except (BrokenProcessPool, RuntimeError) as exc:
             if self._closed:
                 proxy.cancel()
@@ -218,6 +216,20 @@ class ProcessPool:
             self._closed = True
             executor = self._executor
         executor.shutdown(wait=wait, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C blocked in this thread meanwhile: the processes a submit starts (the forkserver, a
+    worker) inherit the mask, born with Ctrl-C blocked, so one pressed while they import (it
+    reaches the terminal's whole process group) cannot kill them with a traceback. The caller
+    alone handles it, and the workers then ignore it (_worker_setup). One pressed meanwhile is
+    not lost: another thread takes it, or this one once it is unblocked."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _ready() -> None:
