@@ -56,6 +56,7 @@ marks = open(sys.argv[1], "a")
 def mark(name):
     marks.write(json.dumps([name, time.time()]) + "\\n"); marks.flush()
 mark("interpreter")
+import spica.__main__
 import spica.cli
 mark("imports")
 import spica.search.run as run
@@ -68,7 +69,7 @@ def noting(name, function):
 for name, attribute in (("plan", "_as_plan"), ("branches", "branches_for"), ("predictor", "_predictor_winners"), ("studies", "open_searches")):
     setattr(run, attribute, noting(name, getattr(run, attribute)))
 sys.argv = ["spica", *sys.argv[2:]]
-spica.cli.main()
+spica.__main__.main()
 """
 
 

@@ -1,9 +1,22 @@
-"""`python -m spica --config my.yaml` (upstream's spelling) runs the same command as `spica`.
+"""The `spica` command's entry, and `python -m spica --config my.yaml` (upstream's spelling).
 
+Ctrl-C and SIGTERM are the command's before anything heavier than the standard library loads
+(spica/stops.py): stopped while it imports spica/cli.py, the command says so in one line.
 The results writer is spawned and re-imports this module as `__mp_main__`: the command is
 imported only when run, so the writer does not import it (~0.3 s)."""
 
-if __name__ == "__main__":
-    from spica.cli import main
+from spica.stops import stop_signals, stopped_early
 
+
+def main() -> None:
+    with stop_signals():
+        try:
+            from spica.cli import main as command
+
+            command()
+        except KeyboardInterrupt as exc:  # before the command took the signals over: nothing started
+            stopped_early(exc)
+
+
+if __name__ == "__main__":
     main()

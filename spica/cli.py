@@ -12,7 +12,6 @@ search that finds no feasible deployment says why and exits 3.
 
 from __future__ import annotations
 
-import _thread
 import argparse
 import contextlib
 import logging
@@ -20,7 +19,6 @@ import os
 import shutil
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
@@ -33,6 +31,7 @@ from spica.executors import EXECUTORS
 from spica.results.outcome import SearchResults
 from spica.search.progress import flush_output, tell
 from spica.startup import collect_less
+from spica.stops import stop_message, stop_signals
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -155,88 +154,18 @@ def _say(line: str) -> None:
     tell(sys.stderr, line + "\n")
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler's stop, `kill`): handled like Ctrl-C, so the pool is shut down."""
-
-
-STOP_RETRY_SECONDS = 0.1
-
-
-@contextlib.contextmanager
-def _stop_signals() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt and SIGTERM _Terminated in the main thread, once: a signal
-    while that one stops the command (Ctrl-C pressed twice) does nothing, since raised into the
-    shutdown it would cut it short and skip `_leave`. Python runs a signal's handler wherever the
-    main thread is: inside an import the exception is held back and tried again every
-    STOP_RETRY_SECONDS (`_importing`); raised inside a garbage collector's callback (JAX registers
-    one), Python prints it and drops it, and a search so interrupted while it imported went on as
-    if never asked: a dropped one is raised again. A signal the command was started ignoring (a
-    script's background job ignores Ctrl-C) stays ignored; outside the main thread, whoever owns
-    the process handles its signals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    raised = threading.Event()
-
-    def again(signum: int) -> None:
-        """The signal once more, soon, from another thread (from this one, its handler would run at
-        once, where this one is); not once the command is stopping, or this block has ended."""
-        retry = threading.Timer(STOP_RETRY_SECONDS, lambda: raised.is_set() or _thread.interrupt_main(signum))
-        retry.daemon = True
-        retry.start()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        if raised.is_set():
-            return
-        if _importing(frame):
-            return again(signum)
-        raised.set()
-        raise _Terminated if signum == signal.SIGTERM else KeyboardInterrupt
-
-    report_unraisable = sys.unraisablehook
-
-    def on_unraisable(unraisable: Any) -> None:
-        if isinstance(unraisable.exc_value, KeyboardInterrupt) and raised.is_set():
-            raised.clear()
-            again(signal.SIGTERM if isinstance(unraisable.exc_value, _Terminated) else signal.SIGINT)
-        else:
-            report_unraisable(unraisable)
-
-    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)
-                if signal.getsignal(signum) is not signal.SIG_IGN}
-    sys.unraisablehook = on_unraisable
-    try:
-        yield
-    finally:
-        raised.set()
-        sys.unraisablehook = report_unraisable
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def _importing(frame: Any) -> bool:
-    """Whether the main thread is importing a module. Raised into a native module's
-    initialisation, KeyboardInterrupt can abort the process (jaxlib's: a C++ terminate, exit -6,
-    the pool's semaphores leaked): the stop waits for the import (_stop_signals)."""
-    while frame is not None:
-        if frame.f_globals.get("__name__") in ("importlib._bootstrap", "importlib._bootstrap_external"):
-            return True
-        frame = frame.f_back
-    return False
-
-
 def _stopped(exc: KeyboardInterrupt, hint: str = "") -> NoReturn:
     """The command's end on Ctrl-C (exit 130) or SIGTERM (143): one line, no traceback."""
-    how = "terminated" if isinstance(exc, _Terminated) else "interrupted"
-    _say(f"\nspica: {how}.{hint}")
-    _leave(143 if isinstance(exc, _Terminated) else 130)
+    line, code = stop_message(exc)
+    _say(f"\nspica: {line}{hint}")
+    _leave(code)
 
 
 @contextlib.contextmanager
 def _resumable(again_with: str) -> Iterator[None]:
     """Ctrl-C or SIGTERM during a search: one line saying how to resume, exit 130 (143 for
-    SIGTERM); what the search started is shut down on the way out (_stop_signals)."""
-    with _stop_signals():
+    SIGTERM); what the search started is shut down on the way out (spica/stops.py)."""
+    with stop_signals():
         try:
             yield
         except KeyboardInterrupt as exc:
@@ -403,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if explicit:
         return _dispatch(list(argv), explicit)
     collect_less()
-    with _stop_signals():
+    with stop_signals():
         try:
             _dispatch(sys.argv[1:], explicit)
         except SystemExit as exc:
@@ -444,7 +373,9 @@ def _leave(code: int) -> NoReturn:
     finalizers, run later by a garbage collection, printed a traceback for each. A pool's
     processes still running are killed first: a pool a Ctrl-C stopped while it was being made
     was never closed, and its processes, which hold the tracker's pipe, kept the tracker, and so
-    this exit, waiting for ever."""
+    this exit, waiting for ever. A stop while it leaves changes nothing: it is leaving."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     logging.shutdown()
     if "multiprocessing" in sys.modules:
         import multiprocessing

@@ -213,6 +213,38 @@ def test_ctrl_c_while_the_search_starts_its_processes_stops_it_in_one_line(tmp_p
     assert not _alive(started) and _left_in_tmp(results) == []
 
 
+def _loaded(pid: int, library: str) -> bool:
+    try:
+        return library in (Path("/proc") / str(pid) / "maps").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_a_stop_while_the_command_imports_itself_is_one_line(tmp_path, signum, code, said, leave_nothing):
+    """The `spica` command as installed, stopped while it imports its own code (pydantic's native
+    core is loading: spica/cli.py's config layer; the standard library alone ran before). Ctrl-C
+    there printed Python's traceback and SIGTERM ended it with no word (exit -15)."""
+    results = tmp_path / "results"
+    search = subprocess.Popen(
+        [str(Path(sys.executable).with_name("spica")), "--config-file", str(SHARED / "scenarios" / "s1_dense_budget8.yaml"),
+         f"results_dir={results}"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_from_a_terminal_of_its_own,
+        env=_temporary(results),
+    )
+    leave_nothing(search)
+    deadline = time.monotonic() + 30
+    while search.poll() is None and not _loaded(search.pid, "pydantic_core") and time.monotonic() < deadline:
+        time.sleep(0.001)
+    started = _descendants(search.pid)
+    os.killpg(search.pid, signum)
+    _, stderr = search.communicate(timeout=60)
+    assert search.returncode == code, stderr[-2000:]
+    assert [line for line in stderr.splitlines() if line.strip() and not line.startswith("spica: ")] == [], stderr[-2000:]
+    assert f"spica: {said}." in stderr
+    assert not _alive(started) and _left_in_tmp(results) == []
+
+
 def _reader_gone(search: subprocess.Popen, journal: Path) -> set[int]:
     """Once the search replays, the program reading its output ends (its parent was killed, its
     terminal closed): every line the search or its workers print from now on fails. Returns the

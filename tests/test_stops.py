@@ -1,4 +1,4 @@
-"""spica.cli._stop_signals: Ctrl-C stops the command once, never inside an import, and is not
+"""spica.stops.stop_signals: Ctrl-C stops the command once, never inside an import, and is not
 lost where Python drops it (a garbage collector's callback). Real signals, this process."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from spica.cli import _stop_signals
+from spica.stops import stop_signals as _stop_signals
 
 
 @pytest.fixture(autouse=True)
