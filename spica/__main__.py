@@ -14,7 +14,7 @@ def main() -> None:
             from spica.cli import main as command
 
             command()
-        except KeyboardInterrupt as exc:  # before the command took the signals over: nothing started
+        except KeyboardInterrupt as exc:  # before spica/cli.py's main runs: nothing started
             stopped_early(exc)
 
 

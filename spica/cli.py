@@ -325,22 +325,22 @@ COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_sp
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The `spica` command. Called without `argv` (the command itself, not a caller's library
+    """The `spica` command. Called without `argv` (the command itself, from its entry
+    spica/__main__.py, which holds Ctrl-C and SIGTERM for its whole run; not a caller's library
     use), it collects garbage less often (spica/startup.py) and ends, once its output is
     flushed, without interpreter finalization (`_leave`)."""
     explicit = argv is not None
     if explicit:
         return _dispatch(list(argv), explicit)
     collect_less()
-    with stop_signals():
-        try:
-            _dispatch(sys.argv[1:], explicit)
-        except SystemExit as exc:
-            if not isinstance(exc.code, (int, type(None))):
-                raise
-            _leave(exc.code or 0)
-        except KeyboardInterrupt as exc:  # before a search (or outside one): nothing to resume
-            _stopped(exc)
+    try:
+        _dispatch(sys.argv[1:], explicit)
+    except SystemExit as exc:
+        if not isinstance(exc.code, (int, type(None))):
+            raise
+        _leave(exc.code or 0)
+    except KeyboardInterrupt as exc:  # before a search (or outside one): nothing to resume
+        _stopped(exc)
     _leave(0)
 
 

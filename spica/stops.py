@@ -90,9 +90,10 @@ def stop_message(exc: KeyboardInterrupt) -> tuple[str, int]:
 
 
 def stopped_early(exc: KeyboardInterrupt) -> NoReturn:
-    """A stop before the command took the signals over (spica/cli.py `main`): nothing started yet,
-    nothing to shut down."""
+    """A stop before spica/cli.py's `main` could report it (while the command imports it): nothing
+    started yet, nothing to shut down."""
     line, code = stop_message(exc)
-    sys.stderr.write(f"\nspica: {line}\n")
-    sys.stderr.flush()
+    with contextlib.suppress(OSError, ValueError):  # its reader gone: the exit status still says it
+        sys.stderr.write(f"\nspica: {line}\n")
+        sys.stderr.flush()
     raise SystemExit(code)
