@@ -19,6 +19,14 @@ class Terminated(KeyboardInterrupt):
 
 STOP_RETRY_SECONDS = 0.1
 
+_held = threading.Event()
+
+
+def stop_held() -> bool:
+    """Whether a stop has reached the command and waits to be raised (the main thread was
+    importing): the main thread should start nothing meanwhile (spica/search/pool.py)."""
+    return _held.is_set()
+
 
 @contextlib.contextmanager
 def stop_signals() -> Iterator[None]:
@@ -40,6 +48,7 @@ def stop_signals() -> Iterator[None]:
     def again(signum: int) -> None:
         """The signal once more, soon, from another thread (from this one, its handler would run at
         once, where this one is); not once the command is stopping, or this block has ended."""
+        _held.set()
         retry = threading.Timer(STOP_RETRY_SECONDS, lambda: raised.is_set() or _thread.interrupt_main(signum))
         retry.daemon = True
         retry.start()
@@ -50,6 +59,7 @@ def stop_signals() -> Iterator[None]:
         if _importing(frame):
             return again(signum)
         raised.set()
+        _held.clear()
         raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
     report_unraisable = sys.unraisablehook
@@ -68,6 +78,7 @@ def stop_signals() -> Iterator[None]:
         yield
     finally:
         raised.set()
+        _held.clear()
         sys.unraisablehook = report_unraisable
         for signum, handler in previous.items():
             signal.signal(signum, handler)

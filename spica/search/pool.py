@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from spica.errors import DeadPoolError
+from spica.stops import STOP_RETRY_SECONDS, stop_held
 
 DEAD_POOL_MESSAGE = (
     "the evaluation worker pool died. Worker processes are spawned and re-import your script: "
@@ -155,7 +156,7 @@ class ProcessPool:
     def _launch(self, executor: ProcessPoolExecutor) -> None:
         for _ in range(self.workers):
             try:
-                with _ctrl_c_held():
+                with _starting():
                     executor.submit(_ready).add_done_callback(self._started)
             except (BrokenProcessPool, RuntimeError, OSError, EOFError):  # closed or broken (its forkserver gone) before its workers came up
                 return
@@ -171,7 +172,7 @@ class ProcessPool:
         with self._lock:
             executor = self._executor
         try:
-            with _ctrl_c_held():  # a submit may start a worker (the executor starts them on demand)
+            with _starting():
                 inner = executor.submit(fn, item)
         except (BrokenProcessPool, RuntimeError) as exc:
             if self._closed:
@@ -219,12 +220,22 @@ class ProcessPool:
 
 
 @contextlib.contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Ctrl-C blocked in this thread meanwhile: the processes a submit starts (the forkserver, a
-    worker) inherit the mask, born with Ctrl-C blocked, so one pressed while they import (it
-    reaches the terminal's whole process group) cannot kill them with a traceback. The caller
-    alone handles it, and the workers then ignore it (_worker_setup). One pressed meanwhile is
-    not lost: another thread takes it, or this one once it is unblocked."""
+def _starting() -> Iterator[None]:
+    """Around whatever may start a pool's process (every submit: the executor starts workers on
+    demand).
+    - Ctrl-C blocked in this thread meanwhile: the processes a submit starts (the forkserver, a
+      worker) inherit the mask, born with Ctrl-C blocked, so one pressed while they import (it
+      reaches the terminal's whole process group) cannot kill them with a traceback. The caller
+      alone handles it, and the workers then ignore it (_worker_setup). One pressed meanwhile is
+      not lost: another thread takes it, or this one once it is unblocked.
+    - On the main thread, a stop held back while it imported (spica/stops.py) is raised here
+      first, before anything starts: a search stopped by SIGTERM to its process group while it
+      imported went on for ~1.5 s, started a forkserver in place of the one the signal had
+      ended, and a worker forked for it then read semaphores the command's exit had removed
+      (a traceback in 12 of 30 runs)."""
+    if threading.current_thread() is threading.main_thread():
+        while stop_held():  # its next try raises it here
+            time.sleep(STOP_RETRY_SECONDS / 4)
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield

@@ -91,6 +91,27 @@ def test_processes_a_pool_starts_are_born_with_ctrl_c_blocked(imports):
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the caller's own threads are untouched
 
 
+def test_a_stop_held_back_by_an_import_is_raised_before_the_main_thread_starts_a_process(tmp_path, monkeypatch):
+    """SIGTERM to a search's process group while it imported: held back until the import was done,
+    the search went on, started a forkserver in place of the one the signal had ended, and a
+    worker forked for it read semaphores the command's exit had removed (a traceback)."""
+    import importlib
+    import sys
+
+    from spica.search import pool
+    from spica.stops import Terminated, stop_signals
+
+    (tmp_path / "stopped_while_it_imports.py").write_text("import _thread, signal\n_thread.interrupt_main(signal.SIGTERM)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "stopped_while_it_imports", raising=False)
+    started = []
+    with pytest.raises(Terminated), stop_signals():
+        importlib.import_module("stopped_while_it_imports")
+        with pool._starting():
+            started.append("a process")
+    assert started == []
+
+
 def _die_once(marker: str) -> str:
     """Kill this worker the first time it sees `marker`; succeed when retried."""
     from pathlib import Path
