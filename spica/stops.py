@@ -20,12 +20,19 @@ class Terminated(KeyboardInterrupt):
 STOP_RETRY_SECONDS = 0.1
 
 _held = threading.Event()
+_arrived = threading.Event()
 
 
 def stop_held() -> bool:
     """Whether a stop has reached the command and waits to be raised (the main thread was
     importing): the main thread should start nothing meanwhile (spica/search/pool.py)."""
     return _held.is_set()
+
+
+def stop_arrived() -> bool:
+    """Whether a stop has reached the command, raised or held back: no thread should start a
+    process any more (spica/search/pool.py)."""
+    return _arrived.is_set()
 
 
 @contextlib.contextmanager
@@ -54,6 +61,7 @@ def stop_signals() -> Iterator[None]:
         retry.start()
 
     def on_signal(signum: int, frame: Any) -> None:
+        _arrived.set()
         if raised.is_set():
             return
         if _importing(frame):
@@ -79,6 +87,7 @@ def stop_signals() -> Iterator[None]:
     finally:
         raised.set()
         _held.clear()
+        _arrived.clear()
         sys.unraisablehook = report_unraisable
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from spica.errors import DeadPoolError
-from spica.stops import STOP_RETRY_SECONDS, stop_held
+from spica.stops import STOP_RETRY_SECONDS, stop_arrived, stop_held
 
 DEAD_POOL_MESSAGE = (
     "the evaluation worker pool died. Worker processes are spawned and re-import your script: "
@@ -175,7 +175,7 @@ class ProcessPool:
             with _starting():
                 inner = executor.submit(fn, item)
         except (BrokenProcessPool, RuntimeError) as exc:
-            if self._closed:
+            if self._closed or stop_arrived():
                 proxy.cancel()
                 return proxy
             if not self._heal(executor):
@@ -202,8 +202,8 @@ class ProcessPool:
     def _heal(self, broken: ProcessPoolExecutor) -> bool:
         """Replace a broken pool (once per break); False when no worker of it ever came up."""
         with self._lock:
-            if self._closed or self._executor is not broken:
-                return True  # closed meanwhile: nothing replaces it; or another item's callback replaced it already
+            if self._closed or stop_arrived() or self._executor is not broken:
+                return True  # closed or stopping meanwhile: nothing replaces it; or another item's callback replaced it already
             if not self._progress:
                 return False
             self._progress = False
@@ -232,10 +232,15 @@ def _starting() -> Iterator[None]:
       first, before anything starts: a search stopped by SIGTERM to its process group while it
       imported went on for ~1.5 s, started a forkserver in place of the one the signal had
       ended, and a worker forked for it then read semaphores the command's exit had removed
-      (a traceback in 12 of 30 runs)."""
+      (a traceback in 12 of 30 runs).
+    - Once a stop has arrived, no thread starts anything (RuntimeError, as from a closed pool): the
+      pool's start-up thread, a replay's completion feeding the next one, a broken pool's healing
+      would otherwise start processes the command's exit may miss."""
     if threading.current_thread() is threading.main_thread():
         while stop_held():  # its next try raises it here
             time.sleep(STOP_RETRY_SECONDS / 4)
+    if stop_arrived():
+        raise RuntimeError("a stop has arrived: no process is started any more")
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield

@@ -112,6 +112,29 @@ def test_a_stop_held_back_by_an_import_is_raised_before_the_main_thread_starts_a
     assert started == []
 
 
+def test_once_a_stop_has_arrived_no_thread_starts_a_process():
+    """The pool's start-up thread, and a submit from any thread, start nothing once a stop has
+    arrived: processes started then may be missed by the command's exit."""
+    import multiprocessing
+    import signal
+    import time
+
+    from spica.search import pool
+    from spica.stops import stop_signals
+
+    with stop_signals():
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        workers = pool.ProcessPool(2)  # its start-up thread runs after the stop
+        (future,) = workers.submit(str, [1])
+        time.sleep(0.5)
+        try:
+            assert future.cancelled()
+            assert multiprocessing.active_children() == []
+        finally:
+            workers.close()
+
+
 def _die_once(marker: str) -> str:
     """Kill this worker the first time it sees `marker`; succeed when retried."""
     from pathlib import Path
