@@ -113,8 +113,8 @@ class SlurmPool:
         """The SLURM ids of the tasks submitted since the last close (e.g. for sacct)."""
         return [job.job_id for job in self._running]
 
-    def close(self) -> None:
-        """Cancel tasks still queued or running."""
+    def close(self, wait: bool = True) -> None:
+        """Cancel tasks still queued or running (either way: a job is never waited for)."""
         for job in self._running:
             if not job.done():
                 job.cancel(check=False)

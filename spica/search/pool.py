@@ -52,7 +52,9 @@ class EvaluationPool(Protocol):
 
     def submit(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Future]: ...
 
-    def close(self) -> None: ...
+    def close(self, wait: bool = True) -> None:
+        """Cancel what is queued; `wait`: until what runs has finished, else what runs is
+        abandoned (an interrupted search keeps only what finished)."""
 
 
 class WorkerLost(RuntimeError):
@@ -92,8 +94,8 @@ class InlinePool:
             futures.append(future)
         return futures
 
-    def close(self) -> None:
-        return None
+    def close(self, wait: bool = True) -> None:
+        return None  # nothing runs once submit has returned
 
 
 def pass_on(inner: Future, proxy: Future) -> None:
@@ -187,7 +189,10 @@ class ProcessPool:
     def _settle(self, inner: Future, executor: ProcessPoolExecutor, fn: Callable[[Any], Any], item: Any, retries: int, proxy: Future) -> None:
         cancelled = inner.cancelled()
         error = None if cancelled else inner.exception()
-        if isinstance(error, BrokenProcessPool) and not self._closed:
+        if isinstance(error, BrokenProcessPool) and self._closed:  # its worker killed by close(wait=False)
+            proxy.cancel()
+            return
+        if isinstance(error, BrokenProcessPool):
             if not self._heal(executor):
                 proxy.set_exception(DeadPoolError(DEAD_POOL_MESSAGE))
             elif retries > 0:
@@ -212,11 +217,20 @@ class ProcessPool:
         return True
 
     def close(self, wait: bool = True) -> None:
-        """Cancel what is queued; `wait`: until the items running finish and the workers end."""
+        """Cancel what is queued; `wait`: until the items running finish and the workers end, else
+        the workers are killed, and the replay children they hold with them (an interrupted
+        search: what they run would be thrown away, and a replay may run for minutes; upstream's
+        GLM-5 study, stopped 40 s in, was still waiting for its first round 2 minutes later). Their
+        items end cancelled."""
         with self._lock:  # a break being healed meanwhile either ends before, or sees it closed
             self._closed = True
             executor = self._executor
+        workers = list((executor._processes or {}).values())  # CPython's own table of them, emptied by shutdown
         executor.shutdown(wait=wait, cancel_futures=True)
+        if not wait:
+            for process in workers:
+                with contextlib.suppress(OSError):
+                    process.kill()
 
 
 @contextlib.contextmanager

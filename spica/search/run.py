@@ -274,7 +274,7 @@ def _search(
         if writer is not None:
             writer.close(wait=False)  # an interrupted search does not wait for the writer's imports
         if own_pool:
-            pool.close()
+            pool.close(wait=False)  # what still replays would be thrown away: not waited for
         raise
 
     tallies = dict(loop.tally.counts)

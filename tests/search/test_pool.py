@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -134,6 +135,34 @@ def test_once_a_stop_has_arrived_no_thread_starts_a_process():
             assert set(multiprocessing.active_children()) - earlier == set()
         finally:
             workers.close()
+
+
+def _sleep_after_writing_pid(path: str) -> None:
+    import time
+    from pathlib import Path
+
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+def test_closing_without_waiting_kills_what_runs(tmp_path):
+    """An interrupted search closes its pool without waiting: what runs would be thrown away, and a
+    replay may run for minutes."""
+    import time
+
+    pool = ProcessPool(1)
+    marker = tmp_path / "pid"
+    (future,) = pool.submit(_sleep_after_writing_pid, [str(marker)])
+    while not marker.exists() or not marker.read_text():
+        time.sleep(0.05)
+    pid = int(marker.read_text())
+    pool.close(wait=False)
+    for _ in range(100):
+        if not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists()  # gone (reaped), not sleeping on for two minutes
+    assert future.cancelled()
 
 
 def _die_once(marker: str) -> str:
