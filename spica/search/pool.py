@@ -207,8 +207,8 @@ class ProcessPool:
     def _heal(self, broken: ProcessPoolExecutor) -> bool:
         """Replace a broken pool (once per break); False when no worker of it ever came up."""
         with self._lock:
-            if self._closed or stop_arrived() or self._executor is not broken:
-                return True  # closed or stopping meanwhile: nothing replaces it; or another item's callback replaced it already
+            if self._closed or self._executor is not broken:
+                return True  # closed meanwhile: nothing replaces it; or another item's callback replaced it already
             if not self._progress:
                 return False
             self._progress = False

@@ -139,7 +139,6 @@ def test_once_a_stop_has_arrived_no_thread_starts_a_process():
 
 def _sleep_after_writing_pid(path: str) -> None:
     import time
-    from pathlib import Path
 
     Path(path).write_text(str(os.getpid()))
     time.sleep(120)
