@@ -1,10 +1,11 @@
-"""The `spica` command: a Hydra application plus three plain subcommands.
+"""The `spica` command: a Hydra application plus four plain subcommands.
 
     spica [group=option ...] [key=value ...]      compose conf/ with Hydra and search
     spica --config-file my.yaml [key=value ...]   search a plain SmartSearchConfig YAML
     spica compile [...] -o plan.yaml              freeze a validated, fingerprinted plan
     spica run-plan plan.yaml [-o DIR]             run exactly that plan
     spica space [...]                             print the parallel-config pools
+    spica calibrate MEASUREMENTS... -o FILE       fit a timing calibration on measured points
 
 Every user error is printed as one line per problem, without a traceback, exit status 2; a
 search that finds no feasible deployment says why and exits 3.
@@ -132,7 +133,8 @@ def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir:
     pool = evaluation_pool(app.evaluation, results_dir, config.workload.trace_path)
     with _resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
         try:
-            results = run_smart_search(config, results_dir=results_dir, pool=pool, progress=True, deploy=app.deploy)
+            results = run_smart_search(config, results_dir=results_dir, pool=pool, progress=True, deploy=app.deploy,
+                                       calibration=app.evaluation.calibration)
         finally:
             if pool is not None:
                 pool.close()
@@ -187,9 +189,12 @@ def _cmd_compile(argv: Sequence[str]) -> None:
     parser.add_argument("-o", "--output", default="spica-plan.yaml", help="plan file to write (default: %(default)s)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, or key=value for --config-file")
     args = parser.parse_args(argv)
-    config, _ = _config_for(args)
-    plan = compile_plan(config)
+    config, app = _config_for(args)
     from spica.search.branches import branches_for
+    from spica.search.run import plan_calibration
+
+    calibration = app.evaluation.calibration
+    plan = compile_plan(config, plan_calibration(calibration, config) if calibration else None)
 
     branches_for(config)  # a model, SKU or perf-data version the search cannot price is refused now, not at run time
     path = plan.write(args.output)
@@ -223,6 +228,29 @@ def _cmd_space(argv: Sequence[str]) -> None:
     args = parser.parse_args(argv)
     config, _ = _config_for(args)
     tell(sys.stdout, format_branches(branches_for(config)) + "\n")
+
+
+def _cmd_calibrate(argv: Sequence[str]) -> None:
+    from spica.calibrate import calibrate
+
+    parser = argparse.ArgumentParser(
+        prog="spica calibrate",
+        description="Fit a timing calibration on measured points and write it as a data file a search scores with "
+        "(evaluation.calibration=FILE). Each (model, system, backend) gets a factor on prefill and on decode time, "
+        "checked by k-fold cross-validation; a fit that would make held-out error worse is refused.",
+        epilog="MEASUREMENTS: silicon CSVs (AI Configurator's silicon_sample.csv format) and AIPerf profile exports "
+        "(profile_export_aiperf.json) with the candidate.json of the deployment they measured beside them or given by --candidate.",
+    )
+    parser.add_argument("measurements", nargs="+", metavar="MEASUREMENTS")
+    parser.add_argument("-o", "--output", default="calibration.yaml", help="the calibration file to write (default: %(default)s)")
+    parser.add_argument("--candidate", default=None, help="the candidate.json the AIPerf exports measured (default: the one beside each export)")
+    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=2, help="replays run at once (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if args.folds < 2 or args.workers < 1:
+        raise UserError([f"--folds must be >= 2 and --workers >= 1 (got {args.folds}, {args.workers})"])
+    path = calibrate(args.measurements, candidate=args.candidate, folds=args.folds, workers=args.workers).write(args.output)
+    tell(sys.stdout, f"wrote {path}\n")
 
 
 def _run_file(argv: Sequence[str]) -> None:
@@ -321,7 +349,7 @@ def _upstream_spelling(arg: str) -> str:
     return arg
 
 
-COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_space}
+COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_space, "calibrate": _cmd_calibrate}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

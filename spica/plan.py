@@ -70,6 +70,9 @@ class Plan:
     versions: Mapping[str, str]
     trace_sha256: str | None
     fingerprint: str
+    calibration: Mapping[str, Any] | None = None
+    """The timing calibration every candidate is scored with (spica/evaluation/calibration.py's
+    `for_search`: file name, digest, factors per system/backend); None: uncalibrated."""
 
     @property
     def seed(self) -> int:
@@ -85,7 +88,7 @@ class Plan:
         unrolled sample is self-contained): the traffic, the goal, the timing mode, the versions
         and the trace. Sweep settings such as parallel_evals, rounds or the time cap are left
         out, so changing them keeps every finished result; the seed counts only where it draws
-        the arrivals (a request-rate workload)."""
+        the traffic (a request-rate workload's arrivals, a length spread's lengths)."""
         config = self.config
         body = {
             # an algorithm's own packages choose the candidates, they never score one
@@ -94,12 +97,14 @@ class Plan:
             "workload": config.workload.model_dump(mode="json"),
             "goal": config.goal.model_dump(mode="json"),
             "timing": config.sweep.timing,
-            "arrival_seed": config.sweep.seed if config.workload.kind == "request_rate" else None,
+            "arrival_seed": config.sweep.seed if config.workload.kind == "request_rate" or config.workload.length_spread else None,
         }
+        if self.calibration:  # absent when uncalibrated, so earlier results folders keep their fingerprint
+            body["calibration"] = dict(self.calibration)
         return _fingerprint(body)
 
     def body(self) -> dict[str, Any]:
-        return _body(self.config, self.versions, self.trace_sha256)
+        return _body(self.config, self.versions, self.trace_sha256, self.calibration)
 
     def to_yaml(self) -> str:
         header = (
@@ -116,14 +121,19 @@ class Plan:
         return path
 
 
-def _body(config: SmartSearchConfig, versions: Mapping[str, str], trace_sha256: str | None) -> dict[str, Any]:
-    return {
+def _body(
+    config: SmartSearchConfig, versions: Mapping[str, str], trace_sha256: str | None, calibration: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    body = {
         "plan_format": PLAN_FORMAT,
         "seed": config.sweep.seed,
         "versions": dict(versions),
         "trace_sha256": trace_sha256,
         "config": config.to_data(),
     }
+    if calibration:
+        body["calibration"] = dict(calibration)
+    return body
 
 
 def with_usable_policies(config: SmartSearchConfig) -> SmartSearchConfig:
@@ -144,12 +154,14 @@ def with_usable_policies(config: SmartSearchConfig) -> SmartSearchConfig:
     return SmartSearchConfig.from_mapping(data)
 
 
-def compile_plan(config: SmartSearchConfig) -> Plan:
+def compile_plan(config: SmartSearchConfig, calibration: Mapping[str, Any] | None = None) -> Plan:
+    """`calibration`: the search's timing calibration as `spica.evaluation.calibration.for_search` gives it."""
     config = with_usable_policies(config)
     trace = config.workload.trace_path
     trace_sha256 = file_sha256(trace) if trace else None
     versions = installed_versions(VERSIONED_PACKAGES + ALGORITHMS[config.sweep.algorithm].packages)
-    return Plan(config, versions, trace_sha256, _fingerprint(_body(config, versions, trace_sha256)))
+    calibration = dict(calibration) if calibration else None
+    return Plan(config, versions, trace_sha256, _fingerprint(_body(config, versions, trace_sha256, calibration)), calibration)
 
 
 def load_plan(path: str | Path, *, check_versions: bool = True) -> Plan:
@@ -185,4 +197,7 @@ def load_plan(path: str | Path, *, check_versions: bool = True) -> Plan:
     trace = config.workload.trace_path
     if trace and data["trace_sha256"] != file_sha256(trace):
         raise PlanError(f"{path}: the trace {trace} changed since the plan was compiled (sha256 differs)")
-    return Plan(config, data["versions"], data["trace_sha256"], recorded)
+    calibration = data.get("calibration")
+    if calibration is not None and not (isinstance(calibration, dict) and isinstance(calibration.get("factors"), dict)):
+        raise PlanError(f"{path}: calibration must be the mapping `spica compile` wrote; recompile it")
+    return Plan(config, data["versions"], data["trace_sha256"], recorded, calibration)

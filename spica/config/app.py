@@ -20,10 +20,13 @@ from spica.executors import EXECUTORS, NAMES, settings_fields
 
 
 class _Evaluation(_Frozen):
-    """Where candidate replays run; not part of a plan (it never changes a score). `executor`
-    names a record of spica/executors.py; the other keys are every executor's own, flat."""
+    """Where candidate replays run, and the timing calibration they score with. The executor is
+    not part of a plan (it never changes a score): `executor` names a record of
+    spica/executors.py; the other keys are every executor's own, flat. `calibration` (a file
+    `spica calibrate` wrote; null: none) changes every score, so the plan records its factors."""
 
     executor: str
+    calibration: str | None = None
 
     @model_validator(mode="after")
     def _checked_by_its_executor(self) -> _Evaluation:
@@ -33,7 +36,7 @@ class _Evaluation(_Frozen):
     def executor_settings(self) -> BaseModel:
         """The chosen executor's keys, validated by its own settings model."""
         model = EXECUTORS[self.executor].settings
-        return model.model_validate({name: getattr(self, name) for name in model.model_fields})
+        return model.model_validate({name: getattr(self, name) for name in model.model_fields if name != "calibration"})
 
 
 EvaluationSettings = create_model(

@@ -121,6 +121,7 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
         f"{record.runtime_image}; image {settings.image(record.runtime_image)})",
         "spica/quantization": quant,  # what capacity and timing were scored with
         **({"spica/speculation": speculation} if nextn else {}),  # the acceptance is the model's and traffic's, not a flag
+        **({"spica/calibration": u["timing_calibration"]["id"]} if u.get("timing_calibration") else {}),  # scaled timing scored it
         **({"spica/hardware": ", ".join(f"{p.role} {p.hardware_sku}" for p in candidate.view.pools)}
            if candidate.view.mixed_hardware else {}),  # scored per role on these systems
     }

@@ -29,7 +29,9 @@ from typing import Any, Literal, Mapping
 from spica import backends
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
 from spica.planner.config import SlaLike
-from spica.unrolled import WORKER_TYPES, Unrolled
+from spica.space.shapes import WorkerShape
+from spica.space.timeable import ais_identity
+from spica.unrolled import Unrolled
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
 
@@ -58,6 +60,7 @@ class WorkloadSpec:
     turns_per_session: int = 1
     inter_turn_delay_ms: float = 0.0
     arrival_seed: int = 42
+    length_spread: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind == "trace":
@@ -65,8 +68,8 @@ class WorkloadSpec:
                 raise ValueError("workload.trace_path is required for a trace workload")
             if self.request_rate is not None:
                 raise ValueError("workload.request_rate applies only to a synthetic workload")
-            if self.turns_per_session != 1 or self.inter_turn_delay_ms != 0.0:
-                raise ValueError("workload.turns_per_session / inter_turn_delay_ms apply only to a synthetic workload")
+            if self.turns_per_session != 1 or self.inter_turn_delay_ms != 0.0 or self.length_spread:
+                raise ValueError("workload.turns_per_session / inter_turn_delay_ms / length_spread apply only to a synthetic workload")
         elif self.kind == "synthetic":
             for name in ("isl", "osl", "request_count"):
                 value = getattr(self, name)
@@ -89,9 +92,11 @@ class SlaBounds:
 class ReplayCall:
     """One Replay invocation as plain JSON: ``dynamo.replay.<function>(*args, **kwargs)``.
 
-    `kwargs` follow Dynamo's signature except two JSON stand-ins that `run_replay` converts:
-    ``router_config`` is the keyword dict of a ``KvRouterConfig``, and each role's timing model is
-    direct AIS, replaced by the cached table when `timing` is "table".
+    `kwargs` follow Dynamo's signature except three JSON stand-ins that `run_replay` converts:
+    ``router_config`` is the keyword dict of a ``KvRouterConfig``; each role's timing model is
+    direct AIS, replaced by the cached table when `timing` is "table"; and a synthetic call's
+    ``length_spread`` turns it into a trace replay of requests whose lengths are drawn
+    (`spica.evaluation.traffic`).
     """
 
     function: ReplayFunction
@@ -168,7 +173,7 @@ def engine_args(unrolled: Unrolled | Mapping[str, Any], role: str) -> dict[str, 
         "max_num_seqs": pool.max_num_seqs,
         "max_num_batched_tokens": pool.max_num_batched_tokens,
         "enable_prefix_caching": pool.prefix_caching,
-        "timing_model": ais_timing_model(ais_perf_config(view, role)),
+        "timing_model": ais_timing_model(ais_perf_config(view, role), timing_scale(view.flat, role)),
     }
     engine.update(record.replay_engine(pool.max_num_batched_tokens))
     if view.nextn > 0:
@@ -188,6 +193,13 @@ def engine_args(unrolled: Unrolled | Mapping[str, Any], role: str) -> dict[str, 
     return args
 
 
+def timing_scale(unrolled: Mapping[str, Any], role: str) -> dict[str, float] | None:
+    """The factors a timing calibration (`timing_calibration` in the candidate) puts on this role's
+    prefill passes and decode steps; None when the candidate is uncalibrated."""
+    calibration = unrolled.get("timing_calibration")
+    return dict(calibration["roles"][role]) if calibration else None
+
+
 def accept_rates(nextn: int, accepted: float) -> list[float]:
     """The mocker's conditional MTP acceptance rates (entry i: P(draft i accepted | the earlier ones
     were)) for `accepted` draft tokens per step on average: one rate p for every draft, with
@@ -205,23 +217,11 @@ def ais_perf_config(unrolled: Unrolled | Mapping[str, Any], role: str) -> dict[s
     """AIS identity of one role's engine: model, the role's GPU, backend (+version), shape, worker type, quant modes."""
     view = Unrolled.of(unrolled)
     pool = view.pool(role)
-    config: dict[str, Any] = {
-        "model": view.flat["model_name"],
-        "system": pool.hardware_sku,
-        "backend": backends.backend(view.backend).ais_name,
-        "backend_version": view.flat["backend_version"],
-        "worker_type": pool.worker_type,
-        "tp": pool.tp,
-        "pp": pool.pp,
-        "attention_dp": pool.attention_dp,
-        "kv_block_size": pool.block_size,
-    }
-    if pool.moe:  # AIS rejects MoE controls on dense models; 1×1 is its default anyway
-        config["moe_tp_size"], config["moe_ep_size"] = pool.moe_tp, pool.moe_ep
-    if view.nextn > 0:
-        config["nextn"] = view.nextn
-    config.update(view.quant)
-    return config
+    shape = WorkerShape(pool.tp, pool.pp, pool.attention_dp, pool.moe_tp, pool.moe_ep)
+    return ais_identity(
+        view.flat["model_name"], pool.hardware_sku, view.backend, view.flat["backend_version"], role, shape,
+        pool.block_size, pool.moe, view.quant, view.nextn,
+    )
 
 
 def _host_offload(unrolled: Mapping[str, Any]) -> dict[str, Any]:
@@ -273,4 +273,7 @@ def _workload_call(
     if workload.turns_per_session > 1:
         kwargs["turns_per_session"] = int(workload.turns_per_session)
         kwargs["inter_turn_delay_ms"] = float(workload.inter_turn_delay_ms)
+    if workload.length_spread > 0:  # a stand-in: run_replay draws the lengths (spica.evaluation.traffic)
+        kwargs["length_spread"] = float(workload.length_spread)
+        kwargs.setdefault("arrival_seed", int(workload.arrival_seed))
     return "run_synthetic_trace_replay", (int(workload.isl), int(workload.osl), int(workload.request_count)), kwargs

@@ -60,6 +60,7 @@ def workload_spec(config: SmartSearchConfig) -> WorkloadSpec:
         turns_per_session=workload.turns_per_session,
         inter_turn_delay_ms=workload.inter_turn_delay_ms,
         arrival_seed=config.sweep.seed,
+        length_spread=workload.length_spread,
     )
 
 

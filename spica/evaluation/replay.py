@@ -32,6 +32,7 @@ from typing import Any, Literal, Mapping
 
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args, mean_token_position
+from spica.evaluation.traffic import as_trace_call
 
 Status = Literal["ok", "failed", "timeout", "no_samples"]
 ENGINE_ARG_KEYS = ("extra_engine_args", "prefill_engine_args", "decode_engine_args")
@@ -66,6 +67,9 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
         return ReplayOutcome(status, time.perf_counter() - started, dict(summary or {}), reason, message)
 
     try:
+        if "length_spread" in call.kwargs:  # synthetic traffic of drawn lengths: replayed as its trace
+            function, args, kwargs = as_trace_call(call.args, call.kwargs)
+            call = ReplayCall(function, args, kwargs, call.timing)
         token_position = _token_position(call) if call.timing == "table" else None
     except (OSError, ValueError, KeyError) as exc:
         return outcome("failed", reason="invalid_input", message=f"trace {call.args[0]}: {_one_line(exc)}")

@@ -56,9 +56,13 @@ MAX_DECODE_BATCH = 4096
 AIS inside its data while still giving interpolation a sane neighbour."""
 
 
-def ais_timing_model(perf_config: Mapping[str, Any]) -> dict[str, Any]:
-    """Replay's engine ``timing_model`` entry that calls AIS directly."""
-    return {"type": "external", "provider": "ais", "config": dict(perf_config)}
+def ais_timing_model(perf_config: Mapping[str, Any], scale: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Replay's engine ``timing_model`` entry that calls AIS directly; a calibration's `scale`
+    ({"prefill": f, "decode": f}) is a stand-in that only the cached table honours."""
+    model: dict[str, Any] = {"type": "external", "provider": "ais", "config": dict(perf_config)}
+    if scale:
+        model["scale"] = dict(scale)
+    return model
 
 
 def timing_cache_dir() -> Path:
@@ -81,10 +85,13 @@ def materialize_engine_args(
     engine = resolved["engine"]
     timing = engine.get("timing_model") or {}
     is_ais = timing.get("type") == "external" and timing.get("provider") == "ais"
+    scale = timing.get("scale")
     if mode == "ais" or not is_ais or timing["config"].get("nextn", 0) > 0:
+        if scale:
+            raise ValueError("a timing calibration scales the cached table: it needs sweep.timing 'table' and no aic_nextn")
         return resolved
     kv_tokens_per_rank = int(engine["num_gpu_blocks"]) * int(engine["block_size"])
-    path = ensure_table(timing["config"], kv_tokens_per_rank, token_position)
+    path = ensure_table(timing["config"], kv_tokens_per_rank, token_position, scale)
     engine["timing_model"] = {"type": "external", "provider": "dynamo_profile", "config": {"path": str(path)}}
     return resolved
 
@@ -104,10 +111,13 @@ def mean_token_position(prompt_lengths: Iterable[int]) -> int | None:
     return max(1, round(squares / 2 / tokens)) if tokens else None
 
 
-def table_key(perf_config: Mapping[str, Any], kv_tokens_per_rank: int, token_position: int | None = None) -> str:
+def table_key(
+    perf_config: Mapping[str, Any], kv_tokens_per_rank: int, token_position: int | None = None,
+    scale: Mapping[str, float] | None = None,
+) -> str:
     """Hash of everything a table's numbers depend on: the AIS identity (model, system, backend,
     backend version, shape, worker type, block size, nextn, quant modes), the KV extent of the grid, the
-    prefill token position, the AIS package version and the table format."""
+    prefill token position, a calibration's factors, the AIS package version and the table format."""
     material = {
         "format": TABLE_FORMAT,
         "aisimulate": _aisimulate_version(),
@@ -115,16 +125,47 @@ def table_key(perf_config: Mapping[str, Any], kv_tokens_per_rank: int, token_pos
         "kv_bound": kv_bound(kv_tokens_per_rank),
         "token_position": token_position,
     }
+    if scale:
+        material["scale"] = dict(sorted(scale.items()))
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def ensure_table(perf_config: Mapping[str, Any], kv_tokens_per_rank: int, token_position: int | None = None) -> Path:
-    """Path of the cached table for this identity, tabulating AIS on a miss."""
+SCALE_REFERENCE_TOKENS = 1024
+SCALE_REFERENCE_BATCH = 64
+"""Where a calibration's factors are `prefill` and `decode` exactly; elsewhere they follow their exponents."""
+
+
+def scaled(tables: Mapping[str, np.ndarray], scale: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """A calibration applied to a table: a prefill pass of n new tokens × prefill·(n / 1024)^prefill_exponent,
+    a decode step of b requests × decode·(b / 64)^decode_exponent. Times are then made non-decreasing
+    in tokens (prefill) and in KV tokens at a given context (decode), so more work never costs less."""
+    out = dict(tables)
+    tokens = np.asarray(tables["prefill_isl"], dtype=float)
+    prefill = float(scale.get("prefill", 1.0)) * (tokens / SCALE_REFERENCE_TOKENS) ** float(scale.get("prefill_exponent", 0.0))
+    out["prefill_ttft_ms"] = np.maximum.accumulate(np.asarray(tables["prefill_ttft_ms"]) * prefill)
+    kv = np.asarray(tables["decode_active_kv_tokens"], dtype=float)[:, None]
+    context = np.asarray(tables["decode_context_length"], dtype=float)[None, :]
+    batch = np.clip(np.round(kv / context), 1, MAX_DECODE_BATCH)  # the requests each cell was tabulated at
+    decode = float(scale.get("decode", 1.0)) * (batch / SCALE_REFERENCE_BATCH) ** float(scale.get("decode_exponent", 0.0))
+    out["decode_itl"] = np.maximum.accumulate(np.asarray(tables["decode_itl"]) * decode, axis=0)
+    return out
+
+
+def ensure_table(
+    perf_config: Mapping[str, Any], kv_tokens_per_rank: int, token_position: int | None = None,
+    scale: Mapping[str, float] | None = None,
+) -> Path:
+    """Path of the cached table for this identity, tabulating AIS on a miss; a calibration's
+    `scale` is applied to the uncalibrated table (itself cached)."""
     directory = timing_cache_dir()
-    path = directory / f"{table_key(perf_config, kv_tokens_per_rank, token_position)}.npz"
+    path = directory / f"{table_key(perf_config, kv_tokens_per_rank, token_position, scale)}.npz"
     if path.is_file():
         return path
-    tables = tabulate_ais(perf_config, kv_bound(kv_tokens_per_rank), token_position)
+    if scale:
+        with np.load(ensure_table(perf_config, kv_tokens_per_rank, token_position)) as base:
+            tables = scaled({name: base[name] for name in base.files}, scale)
+    else:
+        tables = tabulate_ais(perf_config, kv_bound(kv_tokens_per_rank), token_position)
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=directory, suffix=".npz.tmp", delete=False) as handle:
         temporary = Path(handle.name)

@@ -86,6 +86,7 @@ def write_results(
         "predictor_sub_sweep": dict(predictor_report),
         "engine_versions": engine_versions(candidate.unrolled for candidate in selected),
         "undeployable": undeployable,
+        "calibration": plan.calibration,  # null: scored uncalibrated
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return folder

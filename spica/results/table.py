@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 from spica.config import SmartSearchConfig
 from spica.config.schema import SLA_METRICS
 from spica.deploy.versions import engine_versions, version_note
+from spica.evaluation.calibration import describe as describe_calibration
 from spica.goals import GOALS
 from spica.results.ledger import Candidate
 from spica.results.outcome import SearchResults
@@ -85,11 +86,13 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
     choosing = timings.get("optimizer_seconds", 0.0)
     exposed = timings.get("optimizer_exposed_seconds", choosing)
     note = version_note(engine_versions(candidate.unrolled for candidate in shown))  # once, under the table
+    calibrated = describe_calibration(results.plan.calibration)
     lines = [
         "",
         title,
         render_table(headers, rows) if rows else "(no feasible candidate — see the ledger for reasons)",
         *([note] if note else []),
+        *([calibrated] if calibrated else []),
         *([SPREAD_NOTE] if any(spread is not None for spread in spreads) else []),
         *([sla_note(config)] if config.goal.sla_constrained else []),
         *([SCALE_NOTE] if scale_free(config) else []),

@@ -48,6 +48,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from spica.evaluation.calibration import candidate_fields
 from spica.config import SweepConfig
 from spica.evaluation import score
 from spica.evaluation.evaluate import Evaluation, evaluate_task, request_count
@@ -391,7 +392,8 @@ class RoundLoop:
         knobs = knob_values(search.knobs, params)
         ratio = params.get("kv_load_ratio")
         config = self.plan.config
-        return unroll(config, branch, parallel, backend, knobs, self.winners, float(ratio) if ratio is not None else None)
+        unrolled = unroll(config, branch, parallel, backend, knobs, self.winners, float(ratio) if ratio is not None else None)
+        return {**unrolled, **candidate_fields(self.plan.calibration, unrolled)}
 
 
 def _tell(study: Study, trial_id: int, candidate: Candidate) -> None:

@@ -16,7 +16,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from spica.config import SmartSearchConfig
+from spica.config import ConfigError, SmartSearchConfig
+from spica.errors import UserError
+from spica.evaluation.calibration import for_search, load_calibration
 from spica.deploy.settings import DeploySettings
 from spica.evaluation import score
 from spica.plan import Plan, compile_plan
@@ -24,7 +26,7 @@ from spica.planner.policies import is_static
 from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results.ledger import Candidate, Journal
 from spica.results.outcome import SearchResults
-from spica.search.branches import branches_for, searched_branch
+from spica.search.branches import branches_for, searched_branch, space_request
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
 from spica.results import writer as results_writer
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
@@ -33,7 +35,7 @@ from spica.search.rounds import BranchSearch, RoundLoop, ask_sizes, most_pending
 from spica.search.spread import measure_spread
 from spica.search.unroll import LOAD_ROLE, in_flight
 from spica.space import projection
-from spica.space.branches import Branch, ParallelConfig
+from spica.space.branches import Branch, ParallelConfig, scored_version
 from spica.study.algorithms import ALGORITHMS, StudyRequest
 from spica.study.base import AskPlan, Objective, Study
 from spica.study.params import Param
@@ -50,12 +52,31 @@ hypervolume against the peer's: 0.90 when the study scored 2,048 points of its f
 (each projected onto a config), 0.91 with 2,048 grid points, 0.93 with 8,192, 0.93 with 20,000."""
 
 
-def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any]) -> Plan:
+def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any], calibration: str | Path | None = None) -> Plan:
     if isinstance(config, Plan):
+        if calibration is not None:
+            raise ValueError("a compiled plan carries its own calibration; compile it with the calibration instead")
         return config
     if not isinstance(config, SmartSearchConfig):
         config = SmartSearchConfig.from_mapping(config)
-    return compile_plan(config)
+    return compile_plan(config, plan_calibration(calibration, config) if calibration is not None else None)
+
+
+def plan_calibration(path: str | Path, config: SmartSearchConfig, where: str = "evaluation.calibration") -> dict[str, Any]:
+    """The calibration file at `path`, checked against the search (spica/evaluation/calibration.py):
+    the factors of every (system, backend) the search may choose; a ConfigError line when refused."""
+    space = config.search_space
+    if config.sweep.timing != "table":
+        raise ConfigError([f"{where}: a calibration scales the cached timing table; it needs sweep.timing table, not {config.sweep.timing}"])
+    if space.aic_nextn:
+        raise ConfigError([f"{where}: speculative decoding (aic_nextn) is timed by AIS directly, which a calibration cannot scale"])
+    request = space_request(config)
+    pairs = [(system, backend) for system in request.skus for backend in request.backends]
+    try:
+        versions = {(system, backend): scored_version(system, backend, request.backend_versions.get(backend)) for system, backend in pairs}
+        return for_search(load_calibration(path, where), space.model_name, pairs, versions, where)
+    except UserError as exc:
+        raise ConfigError(exc.lines) from None
 
 
 def _predictor_winners(plan: Plan) -> tuple[dict[int, tuple[str, dict[str, Any]]], dict[str, Any]]:
@@ -213,15 +234,17 @@ def run_smart_search(
     progress: bool = False,
     write: bool = True,
     deploy: DeploySettings | None = None,
+    calibration: str | Path | None = None,
 ) -> SearchResults:
     """Search deployments for `config`; best-first candidates (or the Pareto front) with the ledger.
 
     A results folder (default results/<plan fingerprint>) receives the ledger, table, plot and
     manifests (written with `deploy`, the app's `deploy:` settings; None: their defaults);
-    re-running into the same folder resumes: finished replays are reused.
+    re-running into the same folder resumes: finished replays are reused. `calibration`: a file
+    written by `spica calibrate` whose factors scale every candidate's timing.
     """
     started = time.monotonic()
-    plan = _as_plan(config)
+    plan = _as_plan(config, calibration)
     folder = Path(results_dir) if results_dir is not None else Path("results") / plan.short_id
     journal = Journal(folder, plan.fingerprint, plan.scores_fingerprint) if write else None
     if journal:

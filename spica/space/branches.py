@@ -21,7 +21,7 @@ from spica.backends import NAMES as BACKEND_NAMES
 from spica.backends import backend as backend_record
 from spica.errors import UserError
 from spica.quant import QUANT_FIELDS
-from spica.space import capacity
+from spica.space import capacity, timeable
 from spica.space.shapes import (
     GPUS_PER_WORKER,
     ModelInfo,
@@ -634,11 +634,12 @@ class _Enumerator:
                     self.model.name, request.sku(role), backend, version, request.memory_settings(role, quant), legal
                 )
                 ranks = {shape: max(ranks.get(shape, found[shape]), found[shape], key=lambda r: r.tokens) for shape in legal}
+        untimed = self._untimeable(backend, version, role, legal)
         for shape in shapes:
             if shape in excluded:
                 yield ShapeAssessment(backend, role, shape, None, None, None, excluded[shape])
             elif not self.kv_known:
-                yield ShapeAssessment(backend, role, shape, None, None, None)
+                yield ShapeAssessment(backend, role, shape, None, None, None, untimed.get(shape, ()))
             else:
                 rank = ranks[shape]
                 pool = RoleCapacity.of(rank.tokens, block_size, shape.attention_dp)
@@ -650,7 +651,24 @@ class _Enumerator:
                         f"kv_below_context: KV holds {rank.tokens} tokens per attention rank "
                         f"< context_length {self.context}",
                     )
+                exclusions = exclusions or untimed.get(shape, ())
                 yield ShapeAssessment(backend, role, shape, rank.tokens, pool.kv_tokens, pool.num_gpu_blocks, exclusions)
+
+    def _untimeable(self, backend: str, version: str, role: str, shapes: list[WorkerShape]) -> dict[WorkerShape, tuple[str, ...]]:
+        """The shapes AIS cannot time at any of the backend's quant choices (replaying them could
+        only fail), each with AIS's reason: enumeration drops them (spica/space/timeable.py)."""
+        choices = [(name, modes) for name, modes in self._quant(backend, version).items()]
+        combos = [dict(zip((name for name, _ in choices), combo)) for combo in itertools.product(*(modes for _, modes in choices))]
+        found: dict[WorkerShape, tuple[str, ...]] = {}
+        for quant in combos:
+            failing = timeable.untimeable(
+                self.model.name, self.request.sku(role), backend, version, role, shapes, self.request.block_size(role),
+                self.model.is_moe, quant,
+            )
+            for shape, reason in failing.items():
+                found.setdefault(shape, (f"no_perf_data: {reason}",))
+            shapes = [shape for shape in shapes if shape in failing]  # timeable at one choice is enough
+        return {shape: why for shape, why in found.items() if shape in shapes}
 
     @staticmethod
     def _fit(

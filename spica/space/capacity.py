@@ -41,7 +41,7 @@ def aic_version() -> str:
 
 
 @functools.cache
-def _ais_version() -> str | None:
+def ais_version() -> str | None:
     try:
         return importlib.metadata.version("aisimulate")
     except importlib.metadata.PackageNotFoundError:  # spica.space alone, beside an AIC without AIS
@@ -63,7 +63,7 @@ def perf_data_versions(system: str, backend: str) -> tuple[str, ...]:
 
 
 def _perf_data(system: str, backend: str) -> dict[str, Any]:
-    key = {"kind": "perf_data_versions", "aic": aic_version(), "ais": _ais_version(), "system": system, "backend": backend}
+    key = {"kind": "perf_data_versions", "aic": aic_version(), "ais": ais_version(), "system": system, "backend": backend}
     stored = cache.load(key)
     if "default" in stored:
         return stored
@@ -72,7 +72,7 @@ def _perf_data(system: str, backend: str) -> dict[str, Any]:
     record = backends.backend(backend)
     aic = list(perf_database.get_supported_databases().get(system, {}).get(record.aic_name, []))
     default = perf_database.get_latest_database_version(system, record.aic_name) if aic else None
-    timed = _ais_versions(system, record.ais_name) if _ais_version() else set(aic)
+    timed = _ais_versions(system, record.ais_name) if ais_version() else set(aic)
     scorable = [version for version in aic if version in timed]
     if not _memory_module_present() and timed:  # no KV capacity from AIC: only timing's data decides
         scorable = sorted(timed, key=Version)

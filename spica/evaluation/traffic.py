@@ -1,0 +1,91 @@
+"""Synthetic traffic whose requests differ in length, as benchmark clients send it.
+
+Replay's synthetic generator sends identical requests (every prompt `isl`, every answer `osl`).
+In a closed loop they then finish in lock-step and each wave of prompts is prefilled as one
+burst, which real clients never see: `vllm bench serve` draws each length uniformly in
+L·[1−r, 1+r] (`--random-range-ratio`), InferenceX in [0.8·L, L], AIPerf from a normal law
+around the mean. `workload.length_spread` s draws each request's input and output length
+uniformly in L·[1−s, 1+s] (the mean stays isl/osl), seeded by the sweep seed.
+
+Replay has no such option, so a call carrying the ``length_spread`` stand-in is turned here into
+a trace replay of the drawn requests (a Mooncake file, content-addressed under
+``${SPICA_CACHE_DIR:-~/.cache/spica}/traffic``): the same engines, router, SLA and load (closed
+loop at the same concurrency, or Poisson arrivals at the same rate), and no prefix shared
+between requests beyond what ``shared_prefix_ratio`` asks for. With spread 0 the trace replay
+gives exactly the synthetic call's summary (checked in tests/evaluation/test_traffic.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+TRAFFIC_FORMAT = 1
+BLOCK_TOKENS = 512
+"""Tokens per Mooncake hash id (Replay's default trace block size)."""
+SYNTHETIC_ONLY = ("request_rate", "arrival_seed", "arrival_interval_ms", "turns_per_session", "inter_turn_delay_ms",
+                  "shared_prefix_ratio", "num_prefix_groups", "length_spread")
+
+
+def traffic_cache_dir() -> Path:
+    root = os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica"
+    return Path(root) / "traffic"
+
+
+def drawn_lengths(isl: int, osl: int, count: int, spread: float, seed: int) -> list[tuple[int, int]]:
+    """(input, output) tokens of each request: uniform in L·[1−spread, 1+spread], at least 1."""
+    rng = random.Random(f"spica-traffic-{seed}")
+
+    def draw(length: int) -> int:
+        return max(1, round(length * rng.uniform(1.0 - spread, 1.0 + spread)))
+
+    return [(draw(isl), draw(osl)) for _ in range(count)]
+
+
+def arrival_times_ms(count: int, rate: float | None, seed: int) -> list[float]:
+    """Poisson arrivals at `rate` requests/s (open loop), or all at 0 for a closed loop."""
+    if rate is None:
+        return [0.0] * count
+    rng = random.Random(f"spica-arrivals-{seed}")
+    clock, times = 0.0, []
+    for _ in range(count):
+        times.append(round(clock, 3))
+        clock += rng.expovariate(rate) * 1000.0
+    return times
+
+
+def drawn_trace(isl: int, osl: int, count: int, spread: float, seed: int, rate: float | None = None) -> Path:
+    """The Mooncake file of the drawn requests, written once (atomically) and reused."""
+    material = json.dumps({"format": TRAFFIC_FORMAT, "isl": isl, "osl": osl, "count": count, "spread": spread,
+                           "seed": seed, "rate": rate}, sort_keys=True)
+    path = traffic_cache_dir() / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.jsonl"
+    if path.is_file():
+        return path
+    lengths = drawn_lengths(isl, osl, count, spread, seed)
+    stride = max(-(-prompt // BLOCK_TOKENS) for prompt, _ in lengths)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
+        for index, ((prompt, answer), at) in enumerate(zip(lengths, arrival_times_ms(count, rate, seed))):
+            blocks = list(range(index * stride, index * stride + -(-prompt // BLOCK_TOKENS)))
+            handle.write(json.dumps({"timestamp": at, "input_length": prompt, "output_length": answer, "hash_ids": blocks}) + "\n")
+    os.replace(handle.name, path)
+    return path
+
+
+def as_trace_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+    """A synthetic call with the ``length_spread`` stand-in, as the equivalent trace replay."""
+    isl, osl, count = (int(value) for value in args)
+    rate = kwargs.get("request_rate")
+    path = drawn_trace(isl, osl, count, float(kwargs["length_spread"]), int(kwargs.get("arrival_seed", 42)),
+                       float(rate) if rate is not None else None)
+    converted = {key: value for key, value in kwargs.items() if key not in SYNTHETIC_ONLY}
+    converted["trace_format"] = "mooncake"
+    if kwargs.get("shared_prefix_ratio"):
+        converted["trace_shared_prefix_ratio"] = kwargs["shared_prefix_ratio"]
+        converted["trace_num_prefix_groups"] = kwargs.get("num_prefix_groups", 0)
+    return "run_trace_replay", (str(path),), converted

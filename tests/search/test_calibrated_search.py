@@ -1,0 +1,62 @@
+"""A search scored with a timing calibration: Replay still runs, its timing inputs move toward the
+measurements, and every place a result is read says which calibration scored it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from spica.config import ConfigError
+from spica.evaluation.calibration import Calibration, Correction
+from spica.plan import load_plan
+from spica.results.table import format_results
+from spica.search import run_smart_search
+from tests.search.test_search import small
+
+pytestmark = pytest.mark.e2e
+
+
+def calibration_file(tmp_path, **fields):
+    correction = dict(model="Qwen/Qwen3-32B-FP8", system="h200_sxm", backend="vllm", backend_version="0.24.0",
+                      prefill=1.0, decode=2.0, prefill_exponent=0.0)
+    return Calibration((Correction(**{**correction, **fields}),)).write(tmp_path / "cal.yaml")
+
+
+def test_a_calibrated_search_scores_slower_decode_and_records_the_calibration_everywhere(tmp_path):
+    path = calibration_file(tmp_path)
+    plain = run_smart_search(small(), results_dir=tmp_path / "plain")
+    calibrated = run_smart_search(small(), results_dir=tmp_path / "calibrated", calibration=path)
+    by_shape = {c.label(): c for c in plain.ledger if c.feasible}
+    pairs = [(by_shape[c.label()], c) for c in calibrated.ledger if c.feasible and c.label() in by_shape]
+    assert pairs
+    for before, after in pairs:  # a decode factor of 2 doubles every step: TPOT doubles, tok/s/GPU falls
+        assert after.metrics["mean_tpot_ms"] == pytest.approx(2.0 * before.metrics["mean_tpot_ms"], rel=0.15)
+        assert after.objectives["throughput_per_gpu"] < 0.7 * before.objectives["throughput_per_gpu"]
+    folder = tmp_path / "calibrated"
+    plan = load_plan(folder / "plan.yaml")
+    assert plan.calibration["factors"] == {"h200_sxm/vllm": {"prefill": 1.0, "prefill_exponent": 0.0, "decode": 2.0, "decode_exponent": 0.0}}
+    assert plan.calibration["source"] == "cal.yaml"
+    assert json.loads((folder / "summary.json").read_text())["calibration"]["sha256"] == plan.calibration["sha256"]
+    ledger = json.loads((folder / "ledger.json").read_text())
+    assert all(entry["unrolled"]["timing_calibration"]["id"].startswith("cal.yaml (sha256 ") for entry in ledger)
+    manifests = list(folder.glob("deploy/*/dynamo.yaml"))
+    assert manifests
+    for manifest in manifests:
+        annotations = yaml.safe_load(manifest.read_text())["metadata"]["annotations"]
+        assert annotations["spica/calibration"].startswith("cal.yaml (sha256 ")
+    footer = format_results(plan.config, calibrated, {})
+    assert "timing calibrated with cal.yaml (sha256 " in footer and "decode ×2" in footer
+    assert "timing calibrated" not in format_results(plain.plan.config, plain, {})
+
+
+def test_a_calibration_for_another_model_is_refused_before_any_replay(tmp_path):
+    path = calibration_file(tmp_path, model="meta-llama/Meta-Llama-3.1-70B")
+    with pytest.raises(ConfigError) as error:
+        run_smart_search(small(), results_dir=tmp_path / "r", calibration=path)
+    assert error.value.lines == [
+        "evaluation.calibration: cal.yaml was fitted for meta-llama/Meta-Llama-3.1-70B, not Qwen/Qwen3-32B-FP8; "
+        "calibrate on measurements of Qwen/Qwen3-32B-FP8"
+    ]
+    assert not (tmp_path / "r" / "ledger.json").exists()
