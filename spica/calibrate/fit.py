@@ -15,9 +15,9 @@ moves with the load (the slope of log(measured / predicted) against log(requests
 attention rank)), and the factors are refitted. Every set of numbers tried is scored; the one
 that leaves the smallest median TTFT + TPOT error is kept (no correction included, so a fit is
 never worse on its own points). Measured on AI Configurator's silicon rows (docs/fidelity.md).
-Held-out error comes from k-fold cross-validation: each
-fold is predicted by factors fitted on the others, and a fit that makes held-out error worse
-is refused.
+
+Held-out error comes from k-fold cross-validation: each fold is predicted by factors fitted on
+the others, and a fit that makes held-out error worse is refused (spica/calibrate/__init__.py).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from spica.evaluation.calibration import MAX_EXPONENT
 
 SLOPE_ROUNDS = 1
 NEWTON_ROUNDS = 3
-"""TTFT and TPOT pull on each other (a slower prefill also slows the decode steps it shares a
-pass with), so both factors move together, by Newton steps on how each median responds."""
+"""Newton steps on the factors before and after the exponents' move (9 replays of every point in
+all, with the two probes): on the silicon groups the medians settle within three."""
 FACTOR_BOUNDS = (0.1, 10.0)
 """A factor outside these is not a calibration but a different machine: the fit stops there."""
 PHASES = ("prefill", "decode")

@@ -152,9 +152,10 @@ def for_search(
         raise UserError(f"{where}: {calibration.source} was fitted for {', '.join(fitted)}, not {model}; "
                         f"calibrate on measurements of {model}")
     chosen = exact or close
-    if not exact:
-        logger.warning("%s: %s was fitted for %s; using it for %s (a different checkpoint of the same model: "
-                       "its quantization may time differently)", where, calibration.source, chosen[0].model, model)
+    warnings = [] if exact else [
+        f"{calibration.source} was fitted for {chosen[0].model}; using it for {model} (a different checkpoint of the "
+        "same model: its quantization may time differently)"
+    ]
     by_pair = {c.pair: c for c in chosen}
     out: dict[str, dict[str, float]] = {}
     for system, backend in pairs:
@@ -164,9 +165,11 @@ def for_search(
                             f"{', '.join(sorted(by_pair))}); narrow the search to those or calibrate {backend} on {system} too")
         scored_at = versions.get((system, backend))
         if scored_at and scored_at != correction.backend_version:
-            logger.warning("%s: %s was fitted at %s perf data %s; this search scores %s on %s at %s", where,
-                           calibration.source, backend, correction.backend_version, backend, system, scored_at)
+            warnings.append(f"{calibration.source} was fitted at {backend} perf data {correction.backend_version}; "
+                            f"this search scores {backend} on {system} at {scored_at}")
         out[correction.pair] = correction.factors
+    for line in warnings:  # once the calibration is known to be usable
+        logger.warning("%s: %s", where, line)
     return {"source": calibration.source, "sha256": calibration.sha256, "model": chosen[0].model, "factors": out}
 
 
