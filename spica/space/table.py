@@ -61,6 +61,11 @@ def _branch_lines(branch: Branch) -> list[str]:
             if codes:
                 summary = ", ".join(f"{count} {code}" for code, count in sorted(codes.items()))
                 lines.append(f"  {backend} {role} shapes excluded: {summary}")
+            untimed = [a for a in branch.assessments if (a.backend, a.role) == (backend, role) and "no_perf_data" in a.exclusion_codes]
+            if untimed:  # AIS's reason, which no rule states: the shapes and one example
+                reason = next(part for part in untimed[0].exclusions if part.startswith("no_perf_data"))
+                lines.append(f"  {backend} {role} shapes AIS cannot time: {', '.join(a.shape.label for a in untimed)} "
+                             f"(e.g. {untimed[0].shape.label}: {reason.split(': ', 1)[1]})")
     lines += [f"  dropped {backend}: {reason}" for backend, reason in branch.dropped]
     return lines
 
