@@ -91,7 +91,9 @@ def bundled_name(model: str) -> str:
     def plain(name: str) -> str:
         return re.sub(r"^meta-|-instruct$", "", name.split("/")[-1].lower())
 
-    matches = [name for name in bundled if plain(name) == plain(model) and name.split("/")[0] == model.split("/")[0]]
+    same_name = [name for name in bundled if plain(name) == plain(model)]
+    same_org = [name for name in same_name if name.split("/")[0] == model.split("/")[0]]
+    matches = same_org or same_name  # an organisation renamed (zhipuai/GLM-5 is zai-org/GLM-5) when only one matches
     return matches[0] if len(matches) == 1 else model
 
 
@@ -133,7 +135,7 @@ def measured_config(point: Measurement, *, requests: int | None = None, length_s
     try:
         return SmartSearchConfig.from_mapping(data)
     except ConfigError as exc:
-        raise UserError(f"unexpressible: {exc.lines[0]}") from None
+        raise UserError(f"{_category(exc.lines[0])}: {exc.lines[0]}") from None
 
 
 def _is_moe(model: str) -> bool:
@@ -141,6 +143,19 @@ def _is_moe(model: str) -> bool:
         return load_model_info(bundled_name(model)).is_moe
     except UserError:
         return False  # the config built from it names the unknown model
+
+
+CATEGORIES = (
+    ("is not among AI Configurator's", "unknown_model"),
+    ("gpus_per_worker", "worker_too_wide"),
+    ("kv_below_context", "no_kv_room"),
+    ("no_kv_room", "no_kv_room"),
+)
+"""Why a measured configuration cannot be pinned, as a category the benchmark counts."""
+
+
+def _category(line: str) -> str:
+    return next((category for text, category in CATEGORIES if text in line), "unexpressible")
 
 
 def _pin(point: Measurement, moe: bool) -> dict[str, Any]:
@@ -167,7 +182,7 @@ def measured_candidate(point: Measurement, **options: Any) -> tuple[SmartSearchC
     except ConfigError as exc:
         line = exc.lines[0]
         found = re.search(r"no_perf_data: (.*?)\)*$", line)  # AIS has no data for the measured shape
-        raise UserError(f"no_perf_data: {found.group(1)}" if found else f"unexpressible: {line}") from None
+        raise UserError(f"no_perf_data: {found.group(1)}" if found else f"{_category(line)}: {line}") from None
     if not branches or not branches[0].configs:
         raise UserError("unexpressible: the measured shape does not fit (weights or context) in Spica's memory model")
     branch = branches[0]

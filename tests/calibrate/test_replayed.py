@@ -1,0 +1,53 @@
+"""A measured configuration pinned as measured and replayed by Spica's own evaluation."""
+
+from __future__ import annotations
+
+import pytest
+
+from spica.calibrate.measurements import Measurement
+from spica.calibrate.replayed import bundled_name, nearest_version, predict
+from spica.space.branches import RolePool
+from spica.space.shapes import WorkerShape
+
+
+def point(model="Qwen/Qwen3-32B", system="h100_sxm", backend="vllm", version="0.12.0", shape=WorkerShape(tp=2), **fields) -> Measurement:
+    base = dict(source="m.csv:2", model=model, system=system, backend=backend, backend_version=version, mode="agg", isl=1024,
+                osl=128, concurrency=16, pools=(RolePool("agg", shape, 1),), ttft_ms=188.0, tpot_ms=22.2)
+    return Measurement(**{**base, **fields})
+
+
+@pytest.mark.parametrize("measured, available, expected", [
+    ("0.12.0", ("0.19.0", "0.24.0"), "0.19.0"),  # none at or below: the oldest above
+    ("0.19.1", ("0.12.0", "0.19.0", "0.24.0"), "0.19.0"),
+    ("1.2.0rc6.post2", ("1.0.0rc3", "1.2.0rc5", "1.3.0rc20"), "1.2.0rc5"),
+    ("nightly-dev", ("0.5.9", "0.5.14"), "0.5.14"),
+    (None, ("0.5.9", "0.5.14"), "0.5.14"),
+])
+def test_the_perf_data_version_nearest_the_measured_engine(measured, available, expected):
+    assert nearest_version(measured, available) == expected
+
+
+def test_measured_spellings_of_a_model_are_ai_configurators():
+    assert bundled_name("meta-llama/Llama-3.1-70B") == "meta-llama/Meta-Llama-3.1-70B"
+    assert bundled_name("zhipuai/GLM-5") == "zai-org/GLM-5"
+    assert bundled_name("Qwen/Qwen3-32B") == "Qwen/Qwen3-32B"
+
+
+@pytest.mark.e2e
+def test_a_measured_point_is_replayed_at_its_shape_and_load():
+    predicted = predict(point())
+    assert predicted.status == "feasible" and predicted.backend_version == "0.24.0"
+    assert 0.3 < predicted.ttft_ms / 188.0 < 3 and 0.7 < predicted.tpot_ms / 22.2 < 1.3
+    assert predicted.tokens_per_s_per_gpu > 0
+
+
+@pytest.mark.e2e
+def test_what_cannot_be_pinned_is_counted_by_category():
+    wide = predict(point(model="deepseek-ai/DeepSeek-V3", system="b200_sxm", backend="sglang", version="0.5.9",
+                         shape=WorkerShape(tp=64, moe_tp=8, moe_ep=8)))
+    assert wide.status == "unexpressible" and wide.reason.startswith("worker_too_wide: ")
+    unknown = predict(point(model="example/NoSuchModel-7B"))
+    assert unknown.status == "unexpressible" and unknown.reason.startswith("unknown_model: ")
+    untimed = predict(point(model="openai/gpt-oss-120b", system="h200_sxm", backend="trtllm", version="1.3.0rc20",
+                            shape=WorkerShape(tp=4, moe_tp=4)))
+    assert untimed.status == "unexpressible" and untimed.reason.startswith("no_perf_data: ") and "MoE data missing" in untimed.reason
