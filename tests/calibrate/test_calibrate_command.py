@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spica.calibrate.fit import predictor
 from spica.calibrate.measurements import Measurement, read_silicon_csv
 from spica.evaluation.calibration import load_calibration
 
@@ -58,12 +57,12 @@ def test_a_calibration_fitted_on_measurements_lowers_held_out_error_and_is_writt
     assert yaml.safe_load((tmp_path / "cal.yaml").read_text())["spica_calibration"] == 1
 
 
-def test_measurements_spica_already_predicts_get_no_calibration(tmp_path):
+def test_measurements_spica_already_predicts_get_no_calibration(tmp_path, predict_in_worker):
     """Measurements equal to Spica's own predictions leave nothing to correct: the fit cannot
     lower held-out error, so no file is written."""
     source = subset(tmp_path / "source.csv", qwen_rows)
     points = [item for item in read_silicon_csv(source) if isinstance(item, Measurement)]
-    predicted = {p.measurement.source.split(" ")[0]: p for p in predictor()(points, None)}
+    predicted = {p.measurement.source.split(" ")[0]: p for p in map(predict_in_worker, points)}
     rows = list(csv.DictReader(source.open(newline="")))
     for line, row in enumerate(rows, start=2):
         guess = predicted[f"source.csv:{line}"]

@@ -153,7 +153,7 @@ def aiperf(python: Path, port: int, tokenizer: Path, concurrency: int, out: Path
 
 
 def test_a_search_measured_by_aiperf_and_calibrated_predicts_the_measurement_better(tmp_path, aiperf_python, tokenizer_dir, endpoint):
-    config = small(search_space={"gpu_budget": 1})  # one deployment: agg vLLM TP1
+    config = small(search_space={"gpu_budget": 1}, sweep={"parallel_evals": 2})  # one deployment: agg vLLM TP1, on worker processes
     first = run_smart_search(config, results_dir=tmp_path / "search")
     deploy = sorted((tmp_path / "search" / "deploy").iterdir())[0]
     candidate = json.loads((deploy / "candidate.json").read_text())["config"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spica.calibrate.measurements import Measurement
-from spica.calibrate.replayed import bundled_name, nearest_version, predict
+from spica.calibrate.replayed import bundled_name, nearest_version
 from spica.space.branches import RolePool
 from spica.space.shapes import WorkerShape
 
@@ -34,20 +34,20 @@ def test_measured_spellings_of_a_model_are_ai_configurators():
 
 
 @pytest.mark.e2e
-def test_a_measured_point_is_replayed_at_its_shape_and_load():
-    predicted = predict(point())
+def test_a_measured_point_is_replayed_at_its_shape_and_load(predict_in_worker):
+    predicted = predict_in_worker(point())
     assert predicted.status == "feasible" and predicted.backend_version == "0.24.0"
     assert 0.3 < predicted.ttft_ms / 188.0 < 3 and 0.7 < predicted.tpot_ms / 22.2 < 1.3
     assert predicted.tokens_per_s_per_gpu > 0
 
 
 @pytest.mark.e2e
-def test_what_cannot_be_pinned_is_counted_by_category():
-    wide = predict(point(model="deepseek-ai/DeepSeek-V3", system="b200_sxm", backend="sglang", version="0.5.9",
+def test_what_cannot_be_pinned_is_counted_by_category(predict_in_worker):
+    wide = predict_in_worker(point(model="deepseek-ai/DeepSeek-V3", system="b200_sxm", backend="sglang", version="0.5.9",
                          shape=WorkerShape(tp=64, moe_tp=8, moe_ep=8)))
     assert wide.status == "unexpressible" and wide.reason.startswith("worker_too_wide: ")
-    unknown = predict(point(model="example/NoSuchModel-7B"))
+    unknown = predict_in_worker(point(model="example/NoSuchModel-7B"))
     assert unknown.status == "unexpressible" and unknown.reason.startswith("unknown_model: ")
-    untimed = predict(point(model="openai/gpt-oss-120b", system="h200_sxm", backend="trtllm", version="1.3.0rc20",
+    untimed = predict_in_worker(point(model="openai/gpt-oss-120b", system="h200_sxm", backend="trtllm", version="1.3.0rc20",
                             shape=WorkerShape(tp=4, moe_tp=4)))
     assert untimed.status == "unexpressible" and untimed.reason.startswith("no_perf_data: ") and "MoE data missing" in untimed.reason

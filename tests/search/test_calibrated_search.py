@@ -18,6 +18,12 @@ from tests.search.test_search import small
 pytestmark = pytest.mark.e2e
 
 
+def pooled():
+    """small()'s search on worker processes: evaluated inline, its capped replays would start a
+    forkserver in the test process, which later tests' pools would then share."""
+    return small(sweep={"parallel_evals": 2})
+
+
 def calibration_file(tmp_path, **fields):
     correction = dict(model="Qwen/Qwen3-32B-FP8", system="h200_sxm", backend="vllm", backend_version="0.24.0",
                       prefill=1.0, decode=2.0, prefill_exponent=0.0)
@@ -26,8 +32,8 @@ def calibration_file(tmp_path, **fields):
 
 def test_a_calibrated_search_scores_slower_decode_and_records_the_calibration_everywhere(tmp_path):
     path = calibration_file(tmp_path)
-    plain = run_smart_search(small(), results_dir=tmp_path / "plain")
-    calibrated = run_smart_search(small(), results_dir=tmp_path / "calibrated", calibration=path)
+    plain = run_smart_search(pooled(), results_dir=tmp_path / "plain")
+    calibrated = run_smart_search(pooled(), results_dir=tmp_path / "calibrated", calibration=path)
     by_shape = {c.label(): c for c in plain.ledger if c.feasible}
     pairs = [(by_shape[c.label()], c) for c in calibrated.ledger if c.feasible and c.label() in by_shape]
     assert pairs
@@ -54,7 +60,7 @@ def test_a_calibrated_search_scores_slower_decode_and_records_the_calibration_ev
 def test_a_calibration_for_another_model_is_refused_before_any_replay(tmp_path):
     path = calibration_file(tmp_path, model="meta-llama/Meta-Llama-3.1-70B")
     with pytest.raises(ConfigError) as error:
-        run_smart_search(small(), results_dir=tmp_path / "r", calibration=path)
+        run_smart_search(pooled(), results_dir=tmp_path / "r", calibration=path)
     assert error.value.lines == [
         "evaluation.calibration: cal.yaml was fitted for meta-llama/Meta-Llama-3.1-70B, not Qwen/Qwen3-32B-FP8; "
         "calibrate on measurements of Qwen/Qwen3-32B-FP8"
