@@ -127,6 +127,7 @@ def test_once_a_stop_has_arrived_no_thread_starts_a_process():
     with stop_signals():
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
+            time.sleep(2)  # a stop that lands while some thread imports is held back, then raised (spica/stops.py)
         workers = pool.ProcessPool(2)  # its start-up thread runs after the stop
         (future,) = workers.submit(str, [1])
         time.sleep(0.5)
