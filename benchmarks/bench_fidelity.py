@@ -40,7 +40,7 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spica.calibrate.fit import errors, fit_factors, folds_of, predictor, quiet_worker  # noqa: E402
+from spica.calibrate.fit import errors, held_out, predictor, quiet_worker  # noqa: E402
 from spica.calibrate.measurements import Measurement, Skipped, read_silicon_csv  # noqa: E402
 from spica.calibrate.replayed import Predicted  # noqa: E402
 
@@ -103,18 +103,6 @@ def summary(predictions: Sequence[Predicted]) -> dict[str, Any]:
     }
 
 
-def held_out(points: list[Measurement], run) -> tuple[list[Predicted], list[dict[str, float]]]:
-    """Each half predicted with the factors fitted on the other half."""
-    halves = folds_of(points, 2)
-    out, fitted = [], []
-    for index, held in enumerate(halves):
-        training = halves[1 - index]
-        factors = fit_factors(training, run)
-        fitted.append(factors)
-        out += run(held, factors)
-    return out, fitted
-
-
 def _name(group: tuple) -> str:
     return " / ".join(group)
 
@@ -155,7 +143,7 @@ def main() -> None:
             entry["by_isl_osl"] = {f"{isl}/{osl}": summary(part) for (isl, osl), part in sorted(by_length.items())}
             expressible = [item.measurement for item in predictions if item.status == "feasible"]
             if args.calibrate and len(expressible) >= 4:
-                calibrated, fitted = held_out(expressible, run)
+                calibrated, fitted = held_out(expressible, run, 2)
                 entry["held_out_calibrated"] = {**summary(calibrated), "factors": fitted}
             report["groups"][_name(group)] = entry
             print(_row(group, entry), flush=True)

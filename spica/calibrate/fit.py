@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from spica.calibrate.measurements import Measurement
 from spica.calibrate.replayed import Predicted, predict
-from spica.evaluation.calibration import MAX_EXPONENT
+from spica.evaluation.calibration import MAX_EXPONENT, PHASES
 
 SLOPE_ROUNDS = 1
 NEWTON_ROUNDS = 3
@@ -39,7 +39,6 @@ NEWTON_ROUNDS = 3
 all, with the two probes): on the silicon groups the medians settle within three."""
 FACTOR_BOUNDS = (0.1, 10.0)
 """A factor outside these is not a calibration but a different machine: the fit stops there."""
-PHASES = ("prefill", "decode")
 
 Factors = Mapping[str, float]  # {"prefill": f, "prefill_exponent": e, "decode": f, "decode_exponent": e}
 Predictor = Callable[[Sequence[Measurement], Factors | None], list[Predicted]]
@@ -222,15 +221,20 @@ def folds_of(points: Sequence[Measurement], folds: int) -> list[list[Measurement
     return [ordered[index::folds] for index in range(folds)]
 
 
+def held_out(points: Sequence[Measurement], run: Predictor, folds: int) -> tuple[list[Predicted], list[dict[str, float]]]:
+    """Every point predicted with factors fitted on the other folds only, and each fold's factors."""
+    parts = folds_of(points, folds)
+    predictions: list[Predicted] = []
+    fitted = []
+    for index, held in enumerate(parts):
+        training = [point for other, part in enumerate(parts) if other != index for point in part]
+        fitted.append(fit_factors(training, run))
+        predictions += run(held, fitted[-1])
+    return predictions, fitted
+
+
 def cross_validate(points: Sequence[Measurement], run: Predictor, folds: int = 5) -> CrossValidation:
     """Held-out error before and after: each fold predicted with factors fitted on the others."""
     folds = max(2, min(folds, len(points)))
-    parts = folds_of(points, folds)
-    before: list[Predicted] = []
-    after: list[Predicted] = []
-    for index, held in enumerate(parts):
-        training = [point for other, part in enumerate(parts) if other != index for point in part]
-        factors = fit_factors(training, run)
-        before += run(held, None)
-        after += run(held, factors)
-    return CrossValidation(folds, errors(before), errors(after))
+    after, _ = held_out(points, run, folds)
+    return CrossValidation(folds, errors(run(points, None)), errors(after))

@@ -97,14 +97,13 @@ def bundled_name(model: str) -> str:
     return matches[0] if len(matches) == 1 else model
 
 
-def measured_config(point: Measurement, *, requests: int | None = None, length_spread: float | None = None,
-                    engine: Mapping[str, int] | None = None, timing: str | None = None) -> SmartSearchConfig:
+def measured_config(point: Measurement, *, length_spread: float | None = None) -> SmartSearchConfig:
     """The SmartSearchConfig that pins `point` (UserError with the reason when it cannot)."""
     versions = capacity.perf_data_versions(point.system, point.backend)
     version = nearest_version(point.backend_version, versions)
     if version is None:
         raise UserError(f"no_perf_data: AI Configurator and AIS hold no {point.backend} data for {point.system}")
-    engine = {**ENGINE_DEFAULTS, **(engine or {})}
+    engine = ENGINE_DEFAULTS
     space: dict[str, Any] = {
         "model_name": bundled_name(point.model),
         "hardware_sku": point.system,
@@ -124,14 +123,12 @@ def measured_config(point: Measurement, *, requests: int | None = None, length_s
     for name, mode in point.quant:
         if mode in supported.get(name, []):
             space[name] = mode
-    count = requests or max(MIN_REQUESTS, REQUESTS_PER_CONCURRENCY * point.concurrency)
+    count = max(MIN_REQUESTS, REQUESTS_PER_CONCURRENCY * point.concurrency)
     workload: dict[str, Any] = {"isl": point.isl, "osl": point.osl, "concurrency": point.concurrency,
                                 "num_request_ratio": count / point.concurrency}
     if length_spread is not None:
         workload["length_spread"] = length_spread
     data = {"search_space": space, "workload": workload, "goal": {"target": "throughput_per_gpu"}}
-    if timing is not None:
-        data["sweep"] = {"timing": timing}
     try:
         return SmartSearchConfig.from_mapping(data)
     except ConfigError as exc:

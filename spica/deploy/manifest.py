@@ -26,6 +26,7 @@ from typing import Any, Iterator, Mapping
 import yaml
 
 from spica import backends
+from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.deploy import flags
 from spica.deploy.settings import DeploySettings, deploy_settings, k8s_name_problem
 from spica.deploy.versions import DYNAMO_VERSION, runtime_engine_version
@@ -121,7 +122,7 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
         f"{record.runtime_image}; image {settings.image(record.runtime_image)})",
         "spica/quantization": quant,  # what capacity and timing were scored with
         **({"spica/speculation": speculation} if nextn else {}),  # the acceptance is the model's and traffic's, not a flag
-        **({"spica/calibration": u["timing_calibration"]["id"]} if u.get("timing_calibration") else {}),  # scaled timing scored it
+        **({"spica/calibration": u[CALIBRATION_FIELD]["id"]} if u.get(CALIBRATION_FIELD) else {}),  # scaled timing scored it
         **({"spica/hardware": ", ".join(f"{p.role} {p.hardware_sku}" for p in candidate.view.pools)}
            if candidate.view.mixed_hardware else {}),  # scored per role on these systems
     }

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 from spica import backends
+from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
 from spica.planner.config import SlaLike
 from spica.space.shapes import WorkerShape
@@ -196,7 +197,7 @@ def engine_args(unrolled: Unrolled | Mapping[str, Any], role: str) -> dict[str, 
 def timing_scale(unrolled: Mapping[str, Any], role: str) -> dict[str, float] | None:
     """The factors a timing calibration (`timing_calibration` in the candidate) puts on this role's
     prefill passes and decode steps; None when the candidate is uncalibrated."""
-    calibration = unrolled.get("timing_calibration")
+    calibration = unrolled.get(CALIBRATION_FIELD)
     return dict(calibration["roles"][role]) if calibration else None
 
 

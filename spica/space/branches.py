@@ -634,7 +634,8 @@ class _Enumerator:
                     self.model.name, request.sku(role), backend, version, request.memory_settings(role, quant), legal
                 )
                 ranks = {shape: max(ranks.get(shape, found[shape]), found[shape], key=lambda r: r.tokens) for shape in legal}
-        untimed = self._untimeable(backend, version, role, legal)
+        holds = [shape for shape in legal if not self.kv_known or self._holds_context(ranks[shape], block_size)]
+        untimed = self._untimeable(backend, version, role, holds)  # AIS is asked only about shapes kept so far
         for shape in shapes:
             if shape in excluded:
                 yield ShapeAssessment(backend, role, shape, None, None, None, excluded[shape])
@@ -646,13 +647,16 @@ class _Enumerator:
                 exclusions: tuple[str, ...] = ()
                 if rank.error:
                     exclusions = (f"no_kv_room: memory model says {rank.error}",)
-                elif rank.tokens // block_size * block_size < self.context:
+                elif not self._holds_context(rank, block_size):
                     exclusions = (
                         f"kv_below_context: KV holds {rank.tokens} tokens per attention rank "
                         f"< context_length {self.context}",
                     )
                 exclusions = exclusions or untimed.get(shape, ())
                 yield ShapeAssessment(backend, role, shape, rank.tokens, pool.kv_tokens, pool.num_gpu_blocks, exclusions)
+
+    def _holds_context(self, rank: capacity.RankCapacity, block_size: int) -> bool:
+        return not rank.error and rank.tokens // block_size * block_size >= self.context
 
     def _untimeable(self, backend: str, version: str, role: str, shapes: list[WorkerShape]) -> dict[WorkerShape, tuple[str, ...]]:
         """The shapes AIS cannot time at any of the backend's quant choices (replaying them could
