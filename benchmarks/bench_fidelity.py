@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import random
 import statistics
 import sys
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -40,9 +38,10 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spica.calibrate.fit import errors, held_out, predictor, quiet_worker  # noqa: E402
+from spica.calibrate.fit import errors, held_out, predictor  # noqa: E402
 from spica.calibrate.measurements import Measurement, Skipped, read_silicon_csv  # noqa: E402
 from spica.calibrate.replayed import Predicted  # noqa: E402
+from spica.search.pool import local_pool  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TABLE_GROUPS = (
@@ -128,12 +127,10 @@ def main() -> None:
         groups = {group: random.Random(0).sample(groups[group], min(QUICK_POINTS, len(groups[group]))) for group in TABLE_GROUPS}
     elif args.table:
         groups = {group: groups[group] for group in TABLE_GROUPS}
-    context = multiprocessing.get_context("forkserver")
     report: dict[str, Any] = {"csv_rows": len(items), "unexpressible_rows": dict(skipped), "spread": args.spread, "groups": {}}
-    with ProcessPoolExecutor(args.workers, mp_context=context, initializer=quiet_worker) as pool:
+    pool = local_pool(args.workers, args.workers)
+    try:
         run = predictor(pool, **({"length_spread": args.spread} if args.spread is not None else {}))
-        # enumeration's warnings in this process too (no-perf-data points are counted in the table)
-        quiet_worker()
         for group, members in sorted(groups.items(), key=lambda entry: -len(entry[1])):
             predictions = run(members, None)
             entry = {"points": len(members), **summary(predictions)}
@@ -147,6 +144,8 @@ def main() -> None:
                 entry["held_out_calibrated"] = {**summary(calibrated), "factors": fitted}
             report["groups"][_name(group)] = entry
             print(_row(group, entry), flush=True)
+    finally:
+        pool.close()
     report["seconds"] = round(time.perf_counter() - started, 1)
     output = args.output or RESULTS / ("fidelity_quick.json" if args.quick else "fidelity_table.json" if args.table else "fidelity.json")
     output.write_text(json.dumps(report, indent=2) + "\n")

@@ -12,18 +12,17 @@ factors (`spica.evaluation.calibration`).
 
 from __future__ import annotations
 
-import multiprocessing
 import sys
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from spica.calibrate.fit import cross_validate, fit_factors, predictor, quiet_worker
+from spica.calibrate.fit import Predictor, cross_validate, fit_factors, predictor
 from spica.calibrate.measurements import Measurement, Skipped, read_measurements
 from spica.errors import UserError
 from spica.evaluation.calibration import Calibration, Correction
 from spica.plan import installed_versions
+from spica.search.pool import local_pool
 
 MIN_POINTS = 4
 """Fewer points per (model, system, backend) cannot be split into folds that each fit and test."""
@@ -46,41 +45,50 @@ def calibrate(
     groups: dict[tuple[str, str, str], list[Measurement]] = defaultdict(list)
     for point in points:
         groups[(point.model, point.system, point.backend)].append(point)
-    context = multiprocessing.get_context("forkserver")
-    corrections = []
-    with ProcessPoolExecutor(max(1, workers), mp_context=context, initializer=quiet_worker) as pool:
+    pool = local_pool(workers, workers)
+    finished = False
+    try:  # an error or a stop kills the workers and their replays at once (ProcessPool.close)
         run = predictor(pool)
-        for (model, system, backend), members in sorted(groups.items()):
-            name = f"{model} on {system} with {backend}"
-            predicted = run(members, None)
-            usable = [p.measurement for p in predicted if p.status == "feasible"]
-            lost = [p for p in predicted if p.status != "feasible"]
-            if lost:
-                say.write(f"spica calibrate: {name}: {len(lost)} of {len(members)} points cannot be replayed "
-                          f"(e.g. {lost[0].measurement.source}: {lost[0].reason})\n")
-            if len(usable) < MIN_POINTS:
-                raise UserError(f"{name}: {len(usable)} replayable measured points; a calibration needs at least {MIN_POINTS}")
-            say.write(f"spica calibrate: {name}: fitting on {len(usable)} points, {min(folds, len(usable))}-fold cross-validation\n")
-            validation = cross_validate(usable, run, folds)
-            if not validation.improves:
-                raise UserError(
-                    f"{name}: the calibration would make held-out error worse (median TTFT/TPOT error "
-                    f"{_pct(validation.before.ttft_median_ape)}/{_pct(validation.before.tpot_median_ape)} before, "
-                    f"{_pct(validation.after.ttft_median_ape)}/{_pct(validation.after.tpot_median_ape)} after): not written"
-                )
-            factors = fit_factors(usable, run)
-            versions = sorted({p.backend_version for p in predicted if p.backend_version})
-            corrections.append(Correction(
-                model=model, system=system, backend=backend, backend_version=versions[-1] if versions else "",
-                prefill=factors["prefill"], decode=factors["decode"], prefill_exponent=factors["prefill_exponent"],
-                decode_exponent=factors["decode_exponent"],
-                fitted_on=_fitted_on(usable),
-                held_out={"folds": validation.folds, "before": validation.before.as_dict(), "after": validation.after.as_dict()},
-            ))
-            say.write(f"spica calibrate: {name}: prefill ×{factors['prefill']:.3g}, decode ×{factors['decode']:.3g}; held-out "
-                      f"median TTFT error {_pct(validation.before.ttft_median_ape)} -> {_pct(validation.after.ttft_median_ape)}, "
-                      f"TPOT {_pct(validation.before.tpot_median_ape)} -> {_pct(validation.after.tpot_median_ape)}\n")
-    return Calibration(tuple(corrections), installed_versions(VERSIONED))
+        corrections = tuple(_correction(group, members, run, folds, say) for group, members in sorted(groups.items()))
+        finished = True
+    finally:
+        pool.close(wait=finished)
+    return Calibration(corrections, installed_versions(VERSIONED))
+
+
+def _correction(
+    group: tuple[str, str, str], members: list[Measurement], run: Predictor, folds: int, say: TextIO,
+) -> Correction:
+    """One (model, system, backend)'s correction, cross-validated; UserError when it cannot help."""
+    model, system, backend = group
+    name = f"{model} on {system} with {backend}"
+    predicted = run(members, None)
+    usable = [p.measurement for p in predicted if p.status == "feasible"]
+    lost = [p for p in predicted if p.status != "feasible"]
+    if lost:
+        say.write(f"spica calibrate: {name}: {len(lost)} of {len(members)} points cannot be replayed "
+                  f"(e.g. {lost[0].measurement.source}: {lost[0].reason})\n")
+    if len(usable) < MIN_POINTS:
+        raise UserError(f"{name}: {len(usable)} replayable measured points; a calibration needs at least {MIN_POINTS}")
+    say.write(f"spica calibrate: {name}: fitting on {len(usable)} points, {min(folds, len(usable))}-fold cross-validation\n")
+    validation = cross_validate(usable, run, folds)
+    before, after = validation.before, validation.after
+    if not validation.improves:
+        raise UserError(
+            f"{name}: the calibration would make held-out error worse (median TTFT/TPOT error "
+            f"{_pct(before.ttft_median_ape)}/{_pct(before.tpot_median_ape)} before, "
+            f"{_pct(after.ttft_median_ape)}/{_pct(after.tpot_median_ape)} after): not written"
+        )
+    factors = fit_factors(usable, run)
+    versions = sorted({p.backend_version for p in predicted if p.backend_version})
+    say.write(f"spica calibrate: {name}: prefill ×{factors['prefill']:.3g}, decode ×{factors['decode']:.3g}; held-out "
+              f"median TTFT error {_pct(before.ttft_median_ape)} -> {_pct(after.ttft_median_ape)}, "
+              f"TPOT {_pct(before.tpot_median_ape)} -> {_pct(after.tpot_median_ape)}\n")
+    return Correction(
+        model=model, system=system, backend=backend, backend_version=versions[-1] if versions else "", **factors,
+        fitted_on=_fitted_on(usable),
+        held_out={"folds": validation.folds, "before": before.as_dict(), "after": after.as_dict()},
+    )
 
 
 def _fitted_on(points: Sequence[Measurement]) -> dict:

@@ -22,16 +22,15 @@ the others, and a fit that makes held-out error worse is refused (spica/calibrat
 
 from __future__ import annotations
 
-import logging
 import math
 import statistics
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from spica.calibrate.measurements import Measurement
 from spica.calibrate.replayed import Predicted, predict
 from spica.evaluation.calibration import MAX_EXPONENT, PHASES
+from spica.search.pool import EvaluationPool, InlinePool, run_all
 
 SLOPE_ROUNDS = 1
 NEWTON_ROUNDS = 3
@@ -57,21 +56,18 @@ def _predict_one(item: tuple[Measurement, Factors | None, Mapping[str, Any]]) ->
     return predict(point, scale_of(factors, point.mode), **options)
 
 
-def quiet_worker() -> None:
-    """A prediction worker's initializer: enumeration's per-point warnings (a backend dropped for a
-    shape without perf data) say what the caller reports once per group, as a failed prediction."""
-    logging.disable(logging.WARNING)
-
-
-def predictor(pool: Executor | None = None, **options: Any) -> Predictor:
-    """Predictions of many points, in `pool`'s processes when one is given; `options` go to
-    `spica.calibrate.replayed.measured_config` (e.g. length_spread)."""
+def predictor(pool: EvaluationPool | None = None, **options: Any) -> Predictor:
+    """Predictions of many points, on `pool` (the search's own, spica/search/pool.py: its workers
+    are born with Ctrl-C blocked and killed when the command stops) or in this process; `options`
+    go to `spica.calibrate.replayed.measured_config` (e.g. length_spread)."""
 
     def run(points: Sequence[Measurement], factors: Factors | None) -> list[Predicted]:
         items = [(point, factors, options) for point in points]
-        if pool is None:
-            return [_predict_one(item) for item in items]
-        return list(pool.map(_predict_one, items, chunksize=1))
+        results = run_all(pool or InlinePool(), _predict_one, items)
+        for result in results:
+            if isinstance(result, Exception):  # predict returns a failure for a bad point: this is a bug
+                raise result
+        return results
 
     return run
 
