@@ -15,17 +15,16 @@ carries the candidate it measured and is replayed with that candidate's own sett
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from packaging.version import InvalidVersion, Version
 
 from spica.calibrate.measurements import Measurement
 from spica.config import ConfigError, SmartSearchConfig
 from spica.errors import UserError
+from spica.quiet import quieted
 from spica.evaluation.evaluate import Evaluation, evaluate
 from spica.search.branches import branches_for
 from spica.search.unroll import unroll
@@ -144,19 +143,6 @@ def _is_moe(model: str) -> bool:
         return False  # the config built from it names the unknown model
 
 
-@contextlib.contextmanager
-def _enumeration_quiet() -> Iterator[None]:
-    """Enumeration's warnings (a backend dropped for a shape without perf data) say what the
-    prediction reports as its reason; for thousands of points they would drown the output."""
-    space = logging.getLogger("spica.space")
-    level = space.level
-    space.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        space.setLevel(level)
-
-
 CATEGORIES = (
     ("is not among AI Configurator's", "unknown_model"),
     ("gpus_per_worker", "worker_too_wide"),
@@ -190,7 +176,7 @@ def measured_candidate(point: Measurement, **options: Any) -> tuple[SmartSearchC
     if point.candidate is not None:  # measured by a benchmark client: the deployment Spica wrote, as it was
         return config, dict(point.candidate)
     try:
-        with _enumeration_quiet():
+        with quieted(["spica.space"]):  # a backend dropped for the shape: the prediction's reason says it
             branches = branches_for(config)
     except ConfigError as exc:
         line = exc.lines[0]

@@ -20,18 +20,18 @@ import functools
 import importlib.resources
 import logging
 import math
-from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import yaml
 
 from spica import backends
-from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.deploy import flags
 from spica.deploy.settings import DeploySettings, deploy_settings, k8s_name_problem
 from spica.deploy.versions import DYNAMO_VERSION, runtime_engine_version
+from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.planner.config import SlaLike, planner_config
 from spica.quant import QUANT_NAMES
+from spica.quiet import quieted
 from spica.space.capacity import checkpoint_quant_modes
 from spica.results.ledger import Candidate
 from spica.unrolled import Pool, Unrolled
@@ -43,21 +43,6 @@ FPM_PORT = "20380"  # dynamo.vllm.envs.DEFAULT_FORWARDPASS_METRIC_PORT; the thre
 DEFAULT_GPUS_PER_NODE = 8
 GIB = 2**30
 log = logging.getLogger("spica.deploy")
-
-
-@contextmanager
-def _quiet_profiler() -> Iterator[None]:
-    """Dynamo's profiler modules log each step at INFO through their own handlers; a results
-    folder is written without that chatter (warnings still show)."""
-    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict) if name.startswith("dynamo.profiler")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
 
 
 def gpus_per_node(hardware_sku: str) -> int:
@@ -173,7 +158,8 @@ def dynamo_manifest(
     for role, pool in pools.items():
         workers_kwargs.update({f"{role}_cli_args": args[role], f"{role}_replicas": pool.replicas, f"{role}_gpus": placements[role][0]})
     cache = settings.model_cache_pvc
-    with _quiet_profiler():
+    # Dynamo's profiler modules log each step at INFO through their own handlers (warnings still show)
+    with quieted([name for name in list(logging.root.manager.loggerDict) if name.startswith("dynamo.profiler")], logging.WARNING):
         built = config_modifiers.CONFIG_MODIFIERS[backend].build_dgd_config(
             mode=mode,
             model_name=u["model_name"],

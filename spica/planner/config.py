@@ -13,11 +13,10 @@ Dynamo's planner package takes seconds to import; it is loaded on first use only
 
 from __future__ import annotations
 
-import logging
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
 from spica.config.presets import PREDICTOR_FAMILY_FIELDS
+from spica.quiet import quieted
 from spica.unrolled import Unrolled
 
 if TYPE_CHECKING:
@@ -61,26 +60,13 @@ class SlaLike(Protocol):
     def e2e_ms(self) -> float | None: ...
 
 
-@contextmanager
-def _quiet_config_advice() -> Iterator[None]:
-    """PlannerConfig logs deployment advice (perf-model bootstrap hints) on every validation; a
-    search validates thousands of configs whose bootstrap Replay handles, so mute it meanwhile."""
-    logger = logging.getLogger(_PLANNER_CONFIG_LOGGER)
-    previous = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(previous)
-
-
 def validated_planner_config(payload: Mapping[str, Any]) -> "PlannerConfig":
     """Dynamo's PlannerConfig for `payload`; its validation errors as one PlannerConfigError line."""
     from dynamo.planner.config.planner_config import PlannerConfig
     from pydantic import ValidationError
 
     try:
-        with _quiet_config_advice():
+        with quieted([_PLANNER_CONFIG_LOGGER]):  # advice PlannerConfig logs on every validation; Replay handles its bootstrap
             return PlannerConfig.model_validate(dict(payload))
     except ValidationError as exc:
         problems = []
