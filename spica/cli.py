@@ -134,7 +134,7 @@ def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir:
     with _resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
         try:
             results = run_smart_search(config, results_dir=results_dir, pool=pool, progress=True, deploy=app.deploy,
-                                       calibration=app.evaluation.calibration)
+                                       calibration=app.evaluation.calibration, draws=app.evaluation.draws)
         finally:
             if pool is not None:
                 pool.close()
@@ -207,6 +207,8 @@ def _cmd_run_plan(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(prog="spica run-plan", description="Run a compiled plan exactly.")
     parser.add_argument("plan", help="a plan file written by `spica compile`")
     parser.add_argument("-o", "--output", default=None, help="results folder (default: results/<fingerprint>)")
+    parser.add_argument("--draws", default="cache", help="where kv_router draws are kept and told again: 'cache' "
+                        "(default), a folder (commit it beside the plan), or 'off' to draw afresh")
     args = parser.parse_args(argv)
     try:
         plan = load_plan(args.plan)
@@ -215,7 +217,7 @@ def _cmd_run_plan(argv: Sequence[str]) -> None:
     from spica.search import run_smart_search
 
     with _resumable(f"-o {args.output}" if args.output else "the same command"):
-        results = run_smart_search(plan, results_dir=args.output, progress=True)
+        results = run_smart_search(plan, results_dir=args.output, progress=True, draws=args.draws)
     _exit_if_nothing_feasible(results)
 
 

@@ -18,8 +18,10 @@ UNITS = {name: goal.unit for name, goal in GOALS.items()}
 TOP_N = 10
 SPREAD_NOTE = (
     "±: half the range of the first objective when the same kv_router candidate is replayed again "
-    "(Dynamo's KV router breaks ties without a seed; candidate.json has the range); round_robin replays are identical"
+    "(Dynamo's KV router breaks ties without a seed and samples at temperatures above 0; candidate.json has the range); "
+    "round_robin replays are identical"
 )
+KEPT_NOTE = "kept draws: kv_router replays told as an earlier search drew them (evaluation.draws=off, or run-plan --draws off, draws afresh)"
 
 
 def _cell(value: Any) -> str:
@@ -96,6 +98,7 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
         *([SPREAD_NOTE] if any(spread is not None for spread in spreads) else []),
         *([sla_note(config)] if config.goal.sla_constrained else []),
         *([SCALE_NOTE] if scale_free(config) else []),
+        *([KEPT_NOTE] if results.tallies.get("kept_draws") else []),
         "",
         f"{len(results.ledger)} candidates replayed: {summary}",
         f"wall {wall:,.1f}s; choosing the next candidates took {choosing:,.1f}s, "

@@ -55,6 +55,7 @@ from spica.evaluation.evaluate import Evaluation, evaluate_task, request_count
 from spica.plan import Plan
 from spica.results.ledger import STATUSES, Candidate, Journal
 from spica.search.clocks import OptimizerClock, WorkerClock
+from spica.search.draws import Draws
 from spica.search.dimensions import Knob, knob_values
 from spica.search.feeder import Feeder
 from spica.search.pool import EvaluationPool, WorkerLost, outcome
@@ -152,7 +153,7 @@ class BranchSearch:
 
 @dataclass
 class Tally:
-    counts: dict[str, int] = field(default_factory=lambda: {status: 0 for status in STATUSES} | {"cache_hits": 0})
+    counts: dict[str, int] = field(default_factory=lambda: {status: 0 for status in STATUSES} | {"cache_hits": 0, "kept_draws": 0})
 
     def add(self, status: str) -> None:
         self.counts[status] += 1
@@ -208,11 +209,13 @@ class RoundLoop:
         journal: Journal | None,
         winners: Mapping[int, Any],
         meter: Progress,
+        draws: Draws | None = None,
     ) -> None:
         self.plan = plan
         self.searches = searches
         self.measured = measured
         self.journal = journal
+        self.draws = draws
         self.winners = winners
         self.meter = meter
         sweep = plan.config.sweep
@@ -307,6 +310,14 @@ class RoundLoop:
         due |= {item.key: item.due for item in branch.untold if item.position is not None}  # a follower's earlier leader
         fresh = [(unrolled, key) for _, (_, unrolled, key) in sorted(enumerate(current.batch), key=lambda entry: -(costs[entry[0]] or 0))
                  if key not in self.measured]
+        if self.draws is not None:  # a kv_router draw kept by an earlier search is told again, not drawn anew
+            for unrolled, key in list(fresh):
+                kept = self.draws.get(key, 0)
+                if kept is not None:
+                    fresh.remove((unrolled, key))
+                    current.replayed.add(key)
+                    self.tally.counts["kept_draws"] += 1
+                    self._record(current, key, unrolled, kept)
         if fresh:
             self.first_submitted_at = self.first_submitted_at or time.time()
             futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh], branch.search.branch.mode)
@@ -358,6 +369,8 @@ class RoundLoop:
         """A finished replay: journaled at once, so an interruption loses nothing measured."""
         candidate = _candidate(self.plan, current.search.branch.mode, current.slot.round, key, unrolled, result)
         self.measured[key] = candidate
+        if self.draws is not None and isinstance(result, Evaluation):
+            self.draws.keep(key, 0, unrolled, result)
         count, seconds = self._replays_back[candidate.branch]
         self._replays_back[candidate.branch] = (count + 1, seconds + (candidate.seconds or 0.0))
         if self.journal:

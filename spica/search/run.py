@@ -32,6 +32,7 @@ from spica.results import writer as results_writer
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress, tell
 from spica.search.rounds import BranchSearch, RoundLoop, ask_sizes, most_pending
+from spica.search.draws import Draws
 from spica.search.spread import measure_spread
 from spica.search.unroll import LOAD_ROLE, in_flight
 from spica.space import projection
@@ -235,29 +236,33 @@ def run_smart_search(
     write: bool = True,
     deploy: DeploySettings | None = None,
     calibration: str | Path | None = None,
+    draws: str | None = None,
 ) -> SearchResults:
     """Search deployments for `config`; best-first candidates (or the Pareto front) with the ledger.
 
     A results folder (default results/<plan fingerprint>) receives the ledger, table, plot and
     manifests (written with `deploy`, the app's `deploy:` settings; None: their defaults);
     re-running into the same folder resumes: finished replays are reused. `calibration`: a file
-    written by `spica calibrate` whose factors scale every candidate's timing.
+    written by `spica calibrate` whose factors scale every candidate's timing. `draws`: where
+    kv_router draws are kept and told again ("cache", a folder; None or "off": drawn afresh,
+    spica/search/draws.py).
     """
     started = time.monotonic()
     plan = _as_plan(config, calibration)
+    kept = Draws.at(draws, plan.scores_fingerprint)
     folder = Path(results_dir) if results_dir is not None else Path("results") / plan.short_id
     journal = Journal(folder, plan.fingerprint, plan.scores_fingerprint) if write else None
     if journal:
         journal.lock()
     try:
-        return _search(plan, folder, journal, pool, progress, write, deploy, started)
+        return _search(plan, folder, journal, kept, pool, progress, write, deploy, started)
     finally:
         if journal:
             journal.unlock()
 
 
 def _search(
-    plan: Plan, folder: Path, journal: Journal | None, pool: EvaluationPool | None, progress: bool, write: bool,
+    plan: Plan, folder: Path, journal: Journal | None, draws: Draws | None, pool: EvaluationPool | None, progress: bool, write: bool,
     deploy: DeploySettings | None, started: float,
 ) -> SearchResults:
     config = plan.config
@@ -286,13 +291,13 @@ def _search(
         exhaustive = ALGORITHMS[sweep.algorithm].exhaustive
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
         meter = Progress(total=total, target=config.goal.objectives, enabled=progress)
-        loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter)
+        loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter, draws=draws)
         try:
             ledger = loop.run()
         finally:
             meter.close()
         best = _merge(config, ledger)
-        measure_spread(plan, best, pool, announce=progress)
+        measure_spread(plan, best, pool, draws, announce=progress)
     except BaseException:
         if writer is not None:
             writer.close(wait=False)  # an interrupted search does not wait for the writer's imports
