@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import signal
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Iterator, Literal, Mapping
 
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args, mean_token_position
@@ -149,7 +151,8 @@ def _execute(function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _R
     try:
         if kwargs.get("router_config") is not None:
             kwargs = {**kwargs, "router_config": KvRouterConfig(**kwargs["router_config"])}
-        report = getattr(dynamo.replay, function)(*args, **kwargs)
+        with _off_the_terminal():
+            report = getattr(dynamo.replay, function)(*args, **kwargs)
     except (ValueError, TypeError, KeyError) as exc:
         return "failed", {}, "invalid_input", _one_line(exc)
     except Exception as exc:
@@ -163,6 +166,29 @@ def _execute(function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _R
         requests = summary.get("num_requests", "?")
         return "no_samples", summary, "no_completed_requests", f"none of {requests} requests completed"
     return "ok", summary, None, None
+
+
+@contextmanager
+def _off_the_terminal() -> Iterator[None]:
+    """Replay draws its own progress bar on stderr whenever stderr is a terminal (from every
+    worker at once, with ETAs of its own): for the call, stderr points at /dev/null instead.
+    What goes wrong inside Replay still reaches the search, as the exception it raises."""
+    try:
+        on_terminal = os.isatty(2)
+    except OSError:
+        on_terminal = False
+    if not on_terminal:
+        yield
+        return
+    saved = os.dup(2)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(quiet, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(quiet)
 
 
 class _CappedWorker:

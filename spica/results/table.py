@@ -83,7 +83,7 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
         headers.insert(5, "±")
         for row, spread in zip(rows, spreads):
             row.insert(5, "-" if spread is None else f"{spread:.2f}%")
-    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in results.tallies.items())
+    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in results.tallies.items() if count or status != "kept_draws")
     wall = timings.get("wall_seconds", 0.0)
     choosing = timings.get("optimizer_seconds", 0.0)
     exposed = timings.get("optimizer_exposed_seconds", choosing)
