@@ -35,6 +35,7 @@ from typing import Any, Iterator, Literal, Mapping
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args, mean_token_position
 from spica.evaluation.traffic import as_trace_call
+from spica.stops import starting_processes
 
 Status = Literal["ok", "failed", "timeout", "no_samples"]
 ENGINE_ARG_KEYS = ("extra_engine_args", "prefill_engine_args", "decode_engine_args")
@@ -234,7 +235,8 @@ class _CappedWorker:
         ours, theirs = context.Pipe()
         process = context.Process(target=_serve, args=(theirs,), daemon=True, name="spica-replay")
         try:
-            process.start()
+            with starting_processes():  # born with Ctrl-C blocked, as a pool's processes are
+                process.start()
         except BaseException:
             ours.close()
             raise

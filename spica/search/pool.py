@@ -25,10 +25,10 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from spica.errors import DeadPoolError
-from spica.stops import STOP_RETRY_SECONDS, stop_arrived, stop_held
+from spica.stops import starting_processes, stop_arrived
 
 DEAD_POOL_MESSAGE = (
     "the evaluation worker pool died. Worker processes are spawned and re-import your script: "
@@ -158,7 +158,7 @@ class ProcessPool:
     def _launch(self, executor: ProcessPoolExecutor) -> None:
         for _ in range(self.workers):
             try:
-                with _starting():
+                with starting_processes():
                     executor.submit(_ready).add_done_callback(self._started)
             except (BrokenProcessPool, RuntimeError, OSError, EOFError):  # closed or broken (its forkserver gone) before its workers came up
                 return
@@ -174,7 +174,7 @@ class ProcessPool:
         with self._lock:
             executor = self._executor
         try:
-            with _starting():
+            with starting_processes():
                 inner = executor.submit(fn, item)
         except (BrokenProcessPool, RuntimeError) as exc:
             if self._closed or stop_arrived():
@@ -231,35 +231,6 @@ class ProcessPool:
             for process in workers:
                 with contextlib.suppress(OSError):
                     process.kill()
-
-
-@contextlib.contextmanager
-def _starting() -> Iterator[None]:
-    """Around whatever may start a pool's process (every submit: the executor starts workers on
-    demand).
-    - Ctrl-C blocked in this thread meanwhile: the processes a submit starts (the forkserver, a
-      worker) inherit the mask, born with Ctrl-C blocked, so one pressed while they import (it
-      reaches the terminal's whole process group) cannot kill them with a traceback. The caller
-      alone handles it, and the workers then ignore it (_worker_setup). One pressed meanwhile is
-      not lost: another thread takes it, or this one once it is unblocked.
-    - On the main thread, a stop held back while it imported (spica/stops.py) is raised here
-      first, before anything starts: a search stopped by SIGTERM to its process group while it
-      imported went on for ~1.5 s, started a forkserver in place of the one the signal had
-      ended, and a worker forked for it then read semaphores the command's exit had removed
-      (a traceback in 12 of 30 runs).
-    - Once a stop has arrived, no thread starts anything (RuntimeError, as from a closed pool): the
-      pool's start-up thread, a replay's completion feeding the next one, a broken pool's healing
-      would otherwise start processes the command's exit may miss."""
-    if threading.current_thread() is threading.main_thread():
-        while stop_held():  # its next try raises it here
-            time.sleep(STOP_RETRY_SECONDS / 4)
-    if stop_arrived():
-        raise RuntimeError("a stop has arrived: no process is started any more")
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _ready() -> None:

@@ -99,8 +99,7 @@ def test_a_stop_held_back_by_an_import_is_raised_before_the_main_thread_starts_a
     import importlib
     import sys
 
-    from spica.search import pool
-    from spica.stops import Terminated, stop_signals
+    from spica.stops import Terminated, starting_processes, stop_signals
 
     (tmp_path / "stopped_while_it_imports.py").write_text("import _thread, signal\n_thread.interrupt_main(signal.SIGTERM)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -108,7 +107,7 @@ def test_a_stop_held_back_by_an_import_is_raised_before_the_main_thread_starts_a
     started = []
     with pytest.raises(Terminated), stop_signals():
         importlib.import_module("stopped_while_it_imports")
-        with pool._starting():
+        with starting_processes():
             started.append("a process")
     assert started == []
 
