@@ -99,6 +99,7 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
         *([sla_note(config)] if config.goal.sla_constrained else []),
         *([SCALE_NOTE] if scale_free(config) else []),
         *([KEPT_NOTE] if results.tallies.get("kept_draws") else []),
+        *([budget_note(budget)] if (budget := timings.get("budget")) and budget["ran_out"] else []),
         "",
         f"{len(results.ledger)} candidates replayed: {summary}",
         f"wall {wall:,.1f}s; choosing the next candidates took {choosing:,.1f}s, "
@@ -106,6 +107,12 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
         *([idle] if (idle := idle_line(timings)) else []),
     ]
     return "\n".join(lines)
+
+
+def budget_note(budget: Mapping[str, Any]) -> str:
+    ended = budget["replays_ended"]
+    return (f"stopped on the time budget (sweep.max_search_seconds={budget['max_search_seconds']:g}): "
+            f"{ended} replay{'s' * (ended != 1)} not finished; the same command resumes with a fresh budget, reusing every finished replay")
 
 
 def idle_line(timings: Mapping[str, Any]) -> str | None:

@@ -36,8 +36,10 @@ def flush_output() -> None:
 class Progress:
     """Rewrites one line on a terminal; prints a line per round elsewhere (logs, CI, SLURM)."""
 
-    def __init__(self, total: int, target: list[str], enabled: bool, stream: TextIO | None = None):
+    def __init__(self, total: int, target: list[str], enabled: bool, stream: TextIO | None = None, deadline: float | None = None):
+        """`deadline`: the time.monotonic() at which the search's time budget runs out, if it has one."""
         self.total = max(total, 1)
+        self.deadline = deadline
         self.target = target
         self.enabled = enabled
         self.stream = stream or sys.stderr
@@ -61,6 +63,11 @@ class Progress:
     def line(self) -> str:
         elapsed = time.monotonic() - self.started
         remaining = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        budget = ""
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            remaining = min(remaining, max(left, 0.0))
+            budget = f" | budget {max(left, 0.0):,.0f}s left"
         if len(self.target) > 1:  # pareto: no single best; say how much is feasible
             best = f"{self.feasible} feasible for the front"
         else:
@@ -68,7 +75,7 @@ class Progress:
             best = f"best {shown:,.2f} {self.target[0]}" if shown is not None else "best -"
         return (
             f"round {self.round} | {self.done}/{self.total} evaluations | {best} | "
-            f"elapsed {elapsed:,.0f}s | ETA {max(remaining, 0):,.0f}s"
+            f"elapsed {elapsed:,.0f}s | ETA {max(remaining, 0):,.0f}s{budget}"
         )
 
     def _emit(self) -> None:

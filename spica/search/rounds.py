@@ -39,6 +39,11 @@ asks as soon as every result due by that ask is told. Every ask therefore knows 
 results due by it — a fact of the candidates, not of which replay came back first (a replay that
 finishes early waits, measured and journaled, for the ones due before it). The ledger comes out
 in (round, branch, ask) order, so a seeded run gives the same ledger every time.
+
+A time budget (`sweep.max_search_seconds`) ends the asking where it runs out: replays not yet
+started are dropped, those running get a tenth of the budget more to finish (GRACE_SHARE), and
+what still runs then is ended; everything measured enters the ledger. What was dropped or ended
+is not journaled, so the same command resumes it, with a fresh budget.
 """
 
 from __future__ import annotations
@@ -74,6 +79,9 @@ ASK_CAP_PER_SLOT = 11
 LATEST_DUE = 8
 """The most rounds after its own ask a deferred replay may be due (an ordinary one: 2), however
 costly: the asks in between know nothing of it."""
+
+
+GRACE_SHARE = 0.1  # of the time budget: how long replays running when it runs out may still finish
 
 
 def defers(sweep: SweepConfig, branches: int) -> bool:
@@ -210,7 +218,9 @@ class RoundLoop:
         winners: Mapping[int, Any],
         meter: Progress,
         draws: Draws | None = None,
+        deadline: float | None = None,
     ) -> None:
+        """`deadline`: the time.monotonic() at which the time budget runs out (None: no budget)."""
         self.plan = plan
         self.searches = searches
         self.measured = measured
@@ -227,6 +237,7 @@ class RoundLoop:
         self.idle = WorkerClock(pool.workers)
         self._seen_in_run: set[str] = set()
         self._inflight: dict[Future, tuple[_Branch, _Ask, str, dict[str, Any]]] = {}
+        self._branches: list[_Branch] = []
         self._ledger: list[tuple[tuple[int, int, int], Candidate]] = []
         self._feeder = Feeder(pool, self._replay_time_left)
         self._suggestions_per_branch = sum(ask_sizes(sweep)) if self.rounds is not None else None
@@ -235,6 +246,10 @@ class RoundLoop:
         self._replays_back: dict[str, tuple[int, float]] = {search.branch.mode: (0, 0.0) for search in searches}
         self.first_submitted_at: float | None = None  # wall-clock times, for start-up and idle-worker figures
         self.finished_at: float | None = None
+        self.deadline = deadline
+        self.grace_until = None if deadline is None else deadline + GRACE_SHARE * (sweep.max_search_seconds or 0.0)
+        self.out_of_time = False  # the budget ran out: no more asks
+        self.ended_replays = 0  # replays dropped or ended by the budget, not measured
 
     def run(self) -> list[Candidate]:
         try:
@@ -255,23 +270,69 @@ class RoundLoop:
         return (self._suggestions_per_branch - count) * seconds / count
 
     def _run(self) -> list[Candidate]:
-        branches = [_Branch(order, search) for order, search in enumerate(self.searches)]
+        branches = self._branches = [_Branch(order, search) for order, search in enumerate(self.searches)]
         for branch in branches:
             self._advance(branch)
         self._note_finishing(branches)
         while self._inflight:
-            done, _ = wait(list(self._inflight), return_when=FIRST_COMPLETED)
+            done, _ = wait(list(self._inflight), timeout=self._until_next_stop(), return_when=FIRST_COMPLETED)
+            if not done and self._past(self.grace_until):
+                self._end_running()
+                break
+            if self._past(self.deadline) and not self.out_of_time:
+                self._stop_asking()
+                continue  # the dropped replays come back cancelled
             touched = []
             for future in sorted(done, key=list(self._inflight).index):
                 branch, current, key, unrolled = self._inflight.pop(future)
                 self.clock.forget(future)
+                if future.cancelled():  # held back when the budget ran out: never started
+                    self.ended_replays += 1
+                    continue
                 self._record(current, key, unrolled, outcome(future))
                 touched.append(branch)
             for branch in sorted({id(b): b for b in touched}.values(), key=lambda b: b.order):
                 self._advance(branch)
             self._note_finishing(branches)
+        if self.out_of_time:
+            for branch in branches:
+                self._tell_measured(branch)
         self.finished_at = time.time()
         return [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
+
+    def _past(self, moment: float | None) -> bool:
+        return moment is not None and time.monotonic() >= moment
+
+    def _until_next_stop(self) -> float | None:
+        """Seconds until the budget runs out, or until the running replays' grace ends."""
+        if self.deadline is None:
+            return None
+        moment = self.grace_until if self.out_of_time else self.deadline
+        return max(0.0, moment - time.monotonic())
+
+    def _stop_asking(self) -> None:
+        """The budget ran out: no branch asks again, and replays not yet started are dropped."""
+        self.out_of_time = True
+        for branch in self._branches:
+            branch.done = True
+        self._feeder.close()
+        self._note_finishing(self._branches)
+
+    def _end_running(self) -> None:
+        """The grace ran out too: what still replays is left unmeasured (the pool ends it)."""
+        for future in list(self._inflight):
+            self.clock.forget(future)
+        self.ended_replays += len(self._inflight)
+        self._inflight.clear()
+
+    def _tell_measured(self, branch: _Branch) -> None:
+        """After the budget: every suggestion measured enters the ledger, in due order; those
+        dropped or ended are left out (not journaled: a resume measures them)."""
+        while branch.untold:
+            if branch.untold[0].key in self.measured:
+                self._tell_next(branch)
+            else:
+                branch.untold.pop(0)
 
     def _note_finishing(self, branches: list[_Branch]) -> None:
         if all(branch.done for branch in branches):
@@ -282,6 +343,8 @@ class RoundLoop:
         is told, else tell the next untold one once it is measured. One step at a time, so what
         each ask knows is fixed by the candidates, not by when their replays finish."""
         while True:
+            if not self.out_of_time and self._past(self.deadline):
+                self._stop_asking()  # the budget ran out between two replays
             if not branch.done and all(item.due > branch.next_ask for item in branch.untold):
                 self._ask_next(branch)
             elif branch.untold and branch.untold[0].key in self.measured:

@@ -290,14 +290,19 @@ def _search(
         budget = sweep.max_rounds * sweep.per_round
         exhaustive = ALGORITHMS[sweep.algorithm].exhaustive
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
-        meter = Progress(total=total, target=config.goal.objectives, enabled=progress)
-        loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter, draws=draws)
+        deadline = started + sweep.max_search_seconds if sweep.max_search_seconds is not None else None
+        meter = Progress(total=total, target=config.goal.objectives, enabled=progress, deadline=deadline)
+        loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter, draws=draws,
+                         deadline=deadline)
         try:
             ledger = loop.run()
         finally:
             meter.close()
         best = _merge(config, ledger)
-        measure_spread(plan, best, pool, draws, announce=progress)
+        if loop.out_of_time:
+            pool.close(wait=False)  # what still replays is ended, not waited for; no spread replays either
+        else:
+            measure_spread(plan, best, pool, draws, announce=progress)
     except BaseException:
         if writer is not None:
             writer.close(wait=False)  # an interrupted search does not wait for the writer's imports
@@ -317,6 +322,9 @@ def _search(
         "cores": loop.idle.cores,
         "idle_core_seconds": loop.idle.idle_cores,  # in that window, the cores' (at most one per worker)
     }
+    if sweep.max_search_seconds is not None:
+        timings["budget"] = {"max_search_seconds": sweep.max_search_seconds, "ran_out": loop.out_of_time,
+                             "replays_ended": loop.ended_replays}
     results = SearchResults(best, ledger, tallies, folder if write else None, plan)
     written = None
     try:

@@ -86,6 +86,8 @@ CONFIGS = [
     (SPACE + LOAD + "evaluation: {executor: k8s}\n", "evaluation.executor: 'k8s' is not one of local, slurm"),
     (SPACE + LOAD + "evaluation: {max_paralel: 3}\n", "evaluation.max_paralel: unknown field; allowed:"),
     (SPACE + LOAD + "evaluation: {draws: ''}\n", "evaluation.draws: '': "),
+    (SPACE + LOAD + "sweep: {max_search_seconds: 0}\n", "sweep.max_search_seconds: 0: input should be greater than 0"),
+    (SPACE + LOAD + "sweep: {max_search_seconds: soon}\n", "sweep.max_search_seconds: 'soon': input should be a valid number"),
     (SPACE + LOAD + "deploy: {namespace: Not_A_Name}\n", "deploy.namespace:"),
 ]
 

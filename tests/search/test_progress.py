@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 from spica.results.ledger import Candidate
 from spica.search.progress import Progress, tell
@@ -41,3 +42,13 @@ def test_a_stream_without_a_reader_stops_the_lines_not_the_search():
     progress.close()
     assert progress.done == 2 and progress.best == 12.0
     assert tell(stream, "x\n") is False and tell(io.StringIO(), "x\n") is True
+
+
+def test_with_a_time_budget_the_line_says_what_is_left_and_the_eta_never_passes_it():
+    stream = io.StringIO()
+    progress = Progress(total=1000, target=["throughput"], enabled=True, stream=stream, deadline=time.monotonic() + 100)
+    progress.started -= 50  # 50 s in, one evaluation of 1,000 done: at that pace the rounds need 14 hours
+    progress.update(1, _candidate(10.0))
+    fields = stream.getvalue().strip().split(" | ")
+    eta, left = int(fields[-2].removeprefix("ETA ").removesuffix("s")), int(fields[-1].removeprefix("budget ").removesuffix("s left"))
+    assert 98 <= left <= 100 and eta == left
