@@ -36,8 +36,9 @@ ContainerMode = Literal["self-contained", "shared-fs"]
 IMAGE_PYTHON = "/opt/spica/bin/python"  # the self-contained image's venv (Dockerfile)
 IMAGE_USER = "10001:10001"  # its non-root `spica` user (Dockerfile)
 # What a search reads and writes under the cache: KV capacities, timing tables, predictor
-# sub-sweeps, JAX's compiled code. Not the rest of it (the wheel cache, test venvs).
-CACHE_PARTS = ("jax", "predictors", "space", "timing")
+# sub-sweeps, JAX's compiled code, kept kv_router draws. Not the rest of it (the wheel cache,
+# test venvs).
+CACHE_PARTS = ("draws", "jax", "predictors", "space", "timing")
 
 # Environment a job needs inside the container: submitit and SLURM describe the job through
 # these (job id, task rank, requeue), SPICA_* carries Spica's own settings.
