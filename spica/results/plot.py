@@ -22,6 +22,7 @@ from spica.results.table import UNITS
 FIGSIZE = (10, 6.5)
 DPI = 120
 MARKED = 9  # selected candidates annotated by rank; more would bury the points
+RING_SIZE = 190  # the ring round a selected point (scatter size, points squared)
 
 Coordinate = Callable[[Candidate], float]
 
@@ -58,14 +59,65 @@ def _mark_selected(axes: Axes, selected: Sequence[Candidate], plotted: Sequence[
     shown = [(rank, c) for rank, c in enumerate(selected[:MARKED], 1) if _plottable(c, plotted)]
     if not shown:
         return
-    axes.scatter([x_of(c) for _, c in shown], [y_of(c) for _, c in shown], s=190, facecolors="none",
+    axes.scatter([x_of(c) for _, c in shown], [y_of(c) for _, c in shown], s=RING_SIZE, facecolors="none",
                  edgecolors="black", linewidths=1.6, label=f"selected ({len(selected)})", zorder=3)
     ranks_at: dict[tuple[float, float], list[str]] = {}
     for rank, c in shown:  # equal points share one label instead of overprinting
         ranks_at.setdefault((x_of(c), y_of(c)), []).append(f"#{rank}")
-    for index, (point, ranks) in enumerate(ranks_at.items()):  # alternate above / below: neighbours stay legible
-        offset = (7, 7) if index % 2 == 0 else (7, -16)
-        axes.annotate(" ".join(ranks), point, xytext=offset, textcoords="offset points", fontsize=9, fontweight="bold", zorder=4)
+    for point, ranks in ranks_at.items():  # placed apart once the figure's layout is final (_place_ranks)
+        axes.annotate(" ".join(ranks), point, xytext=RANK_OFFSETS[0], textcoords="offset points", fontsize=9,
+                      fontweight="bold", zorder=4, gid=RANK_LABEL)
+
+
+RANK_LABEL = "rank"
+RANK_OFFSETS = [(dx, dy) for row in range(4) for dy in (7 + 13 * row, -16 - 13 * row) for dx in (7, -7)] + [(30, -4), (-30, -4)]
+"""Where a rank label may sit, in points from its point, nearest first: above or under it, right
+or left (a left one ends at the point), a label's height further out each row, then beside it."""
+
+
+def _place_ranks(figure: Figure, axes: Axes) -> None:
+    """Moves each rank label (in rank order) to the nearest of RANK_OFFSETS where it covers no
+    label placed before it, no other ring, neither title nor legend, and stays on the figure;
+    where none is free, the least covered. Close points (#4 and #5 of the default search) were
+    drawn on top of each other."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.transforms import Bbox
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    inside = figure.bbox
+    labels = [text for text in axes.texts if text.get_gid() == RANK_LABEL]
+    ring = RING_SIZE**0.5 / 2 * figure.dpi / 72  # the ring's radius, in pixels
+    rings = [Bbox.from_bounds(x - ring, y - ring, 2 * ring, 2 * ring) for x, y in (axes.transData.transform(label.xy) for label in labels)]
+    fixed = [artist.get_window_extent(renderer) for artist in (axes.title if axes.get_title() else None, axes.get_legend()) if artist is not None]
+    placed: list = []
+    for index, label in enumerate(labels):
+        covered = fixed + placed + rings[:index] + rings[index + 1:]
+        best, least = RANK_OFFSETS[0], None
+        for offset in RANK_OFFSETS:
+            _offset(label, offset)
+            box = label.get_window_extent(renderer).padded(1.5)
+            overlap = sum(_overlap(box, other) for other in covered) + (0.0 if _within(box, inside) else box.width * box.height)
+            if least is None or overlap < least:
+                best, least = offset, overlap
+            if overlap == 0:
+                break
+        _offset(label, best)
+        placed.append(label.get_window_extent(renderer).padded(1.5))
+
+
+def _offset(label, offset: tuple[int, int]) -> None:
+    label.xyann = offset
+    label.set_horizontalalignment("left" if offset[0] > 0 else "right")
+
+
+def _overlap(a, b) -> float:
+    width = min(a.x1, b.x1) - max(a.x0, b.x0)
+    height = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return width * height if width > 0 and height > 0 else 0.0
+
+
+def _within(box, outer) -> bool:
+    return box.x0 >= outer.x0 and box.x1 <= outer.x1 and box.y0 >= outer.y0 and box.y1 <= outer.y1
 
 
 def _selection_legend(figure: Figure, selected: Sequence[Candidate], objectives: Sequence[str]) -> None:
@@ -169,6 +221,7 @@ def results_figure(
         axes.grid(True, alpha=0.3)
         axes.legend(fontsize=8, loc="best", framealpha=0.85)
         _selection_legend(figure, selected, plotted)
+        _place_ranks(figure, axes)
         return figure
     if not scored:
         _nothing_to_plot(axes, candidates)
@@ -180,6 +233,7 @@ def results_figure(
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8, loc="best", framealpha=0.85)
     _selection_legend(figure, selected, plotted)
+    _place_ranks(figure, axes)
     return figure
 
 

@@ -129,3 +129,25 @@ def test_nothing_feasible_still_writes_a_figure(tmp_path: Path, candidates: list
 def test_pareto_needs_two_objectives() -> None:
     with pytest.raises(ValueError, match=r"^objectives: a Pareto plot needs two objectives \(got \['throughput'\]\)$"):
         results_figure([], objectives=["throughput"], selected=[], pareto=True, title="t")
+
+
+def rank_boxes(figure: Any) -> list[Any]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    return [(text.get_text(), text.get_window_extent(renderer)) for text in figure.axes[0].texts if text.get_gid() == "rank"]
+
+
+@pytest.mark.parametrize("pareto", [False, True], ids=["scalar", "pareto"])
+def test_rank_labels_of_close_points_never_overlap(pareto: bool) -> None:
+    """Nine selected points a hair apart (as #4 and #5 of the default search were): every label
+    readable, none on another, all inside the axes."""
+    close = [measured(i, agg("vllm", 2, 2), throughput_per_gpu=1000.0 + i * 0.5, throughput_per_user=40.0 + i * 0.05) for i in range(9)]
+    spread_out = [measured(20 + i, agg("trtllm", 1, i + 1), throughput_per_gpu=400.0 + 90 * i, throughput_per_user=20.0 + 9 * i) for i in range(6)]
+    objectives = ["throughput_per_gpu", "throughput_per_user"] if pareto else ["throughput_per_gpu"]
+    figure = results_figure(close + spread_out, objectives=objectives, selected=close, pareto=pareto, title="t")
+    boxes = rank_boxes(figure)
+    assert sorted(text for text, _ in boxes) == sorted(f"#{rank}" for rank in range(1, 10))
+    for index, (text, box) in enumerate(boxes):
+        for other_text, other in boxes[index + 1:]:
+            assert not box.overlaps(other), (text, other_text)
