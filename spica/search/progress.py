@@ -36,8 +36,9 @@ def flush_output() -> None:
 class Progress:
     """Rewrites one line on a terminal; prints a line per round elsewhere (logs, CI, SLURM)."""
 
-    def __init__(self, total: int, target: list[str], enabled: bool, stream: TextIO | None = None, deadline: float | None = None):
-        """`deadline`: the time.monotonic() at which the search's time budget runs out, if it has one."""
+    def __init__(self, target: list[str], enabled: bool, stream: TextIO | None = None, deadline: float | None = None, total: int = 1):
+        """`deadline`: the time.monotonic() at which the search's time budget runs out, if it has one;
+        `total`: the evaluations planned (set once the space is enumerated)."""
         self.total = max(total, 1)
         self.deadline = deadline
         self.target = target
@@ -60,6 +61,12 @@ class Progress:
         if self.enabled and (self._tty or new_round):
             self._emit()
 
+    def phase(self, name: str) -> None:
+        """What the search does before its first evaluation, on a terminal only (redrawn in place,
+        the progress line then takes its place); piped output keeps its lines as they were."""
+        if self.enabled and self._tty and not self.done:
+            self.enabled = tell(self.stream, f"\r\x1b[Kspica: {name}...")
+
     def line(self) -> str:
         elapsed = time.monotonic() - self.started
         remaining = elapsed / self.done * (self.total - self.done) if self.done else 0.0
@@ -79,9 +86,13 @@ class Progress:
         )
 
     def _emit(self) -> None:
-        end = "\r" if self._tty else "\n"
-        self.enabled = tell(self.stream, f"spica: {self.line()}{end}")  # no reader left: the search goes on silently
+        if self._tty:  # the line redrawn in place, what was there before cleared
+            self.enabled = tell(self.stream, f"\r\x1b[Kspica: {self.line()}")
+        else:
+            self.enabled = tell(self.stream, f"spica: {self.line()}\n")  # no reader left: the search goes on silently
 
     def close(self) -> None:
-        if self.enabled and self._tty and self.done:
-            tell(self.stream, "\n")
+        """Ends the display (once): on a terminal the last progress line is kept, a phase line cleared."""
+        if self.enabled and self._tty:
+            tell(self.stream, "\n" if self.done else "\r\x1b[K")
+        self.enabled = False

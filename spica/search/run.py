@@ -277,12 +277,20 @@ def _search(
         log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
 
     sweep = config.sweep
-    branches = branches_for(config)  # first: a model, SKU or version it cannot price is refused before any work
+    deadline = started + sweep.max_search_seconds if sweep.max_search_seconds is not None else None
+    meter = Progress(target=config.goal.objectives, enabled=progress, deadline=deadline)
+    meter.phase("enumerating deployments")
+    try:
+        branches = branches_for(config)  # first: a model, SKU or version it cannot price is refused before any work
+    except BaseException:
+        meter.close()  # the refusal's line starts on a clean one
+        raise
     own_pool = pool is None
     pool = pool or local_pool(sweep.parallel_evals, sweep.per_round, sweep.max_eval_seconds is not None)  # workers start meanwhile
     writer = None
     try:
         writer = ProcessPool(1, preload=results_writer.prepare) if write else None  # it imports beside the search
+        meter.phase("choosing the load predictor")
         winners, predictor_report = _predictor_winners(plan)
         # Studies live in memory for one run: a resume replays them from the journal, asking
         # the same seeded questions and getting every finished answer back without a replay.
@@ -290,20 +298,19 @@ def _search(
         budget = sweep.max_rounds * sweep.per_round
         exhaustive = ALGORITHMS[sweep.algorithm].exhaustive
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
-        deadline = started + sweep.max_search_seconds if sweep.max_search_seconds is not None else None
-        meter = Progress(total=total, target=config.goal.objectives, enabled=progress, deadline=deadline)
+        meter.total = max(total, 1)
+        meter.phase("asking for the first candidates")
         loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter, draws=draws,
                          deadline=deadline)
-        try:
-            ledger = loop.run()
-        finally:
-            meter.close()
+        ledger = loop.run()
+        meter.close()
         best = _merge(config, ledger)
         if loop.out_of_time:
             pool.close(wait=False)  # what still replays is ended, not waited for; no spread replays either
         else:
             measure_spread(plan, best, pool, draws, announce=progress)
     except BaseException:
+        meter.close()
         if writer is not None:
             writer.close(wait=False)  # an interrupted search does not wait for the writer's imports
         if own_pool:

@@ -1,5 +1,5 @@
 """What a person sees in a real terminal (a pseudo-terminal, as a shell gives): Spica's own
-progress and table, nothing drawn by Replay's workers."""
+phases, progress and table, each redrawn in place, nothing drawn by Replay's workers."""
 
 from __future__ import annotations
 
@@ -51,5 +51,6 @@ def test_a_search_in_a_terminal_shows_spicas_progress_and_no_replay_progress_bar
     drawn = in_a_terminal([sys.executable, "-m", "spica", "--config-file", "c.yaml", "--results-dir", "out"], tmp_path)
     assert "offline replay" not in drawn  # Replay's own bar, drawn by each worker when stderr is a terminal
     assert "4/4 evaluations" in drawn and "4 candidates replayed: 4 feasible" in drawn
+    assert "\r\x1b[Kspica: enumerating deployments...\r\x1b[Kspica: choosing the load predictor..." in drawn  # redrawn in place
     lines = drawn.replace("\r\n", "\n").split("\n")
     assert len(lines) < 30, drawn  # the table and its notes; progress redrawn in place

@@ -22,7 +22,7 @@ def _candidate(score: float) -> Candidate:
 
 def test_a_line_per_round_off_a_terminal_with_the_best_so_far():
     stream = io.StringIO()
-    progress = Progress(total=4, target=["throughput"], enabled=True, stream=stream)
+    progress = Progress(target=["throughput"], enabled=True, stream=stream, total=4)
     progress.update(1, _candidate(10.0))
     progress.update(1, _candidate(12.5))
     progress.update(2, _candidate(11.0))
@@ -35,7 +35,7 @@ def test_a_line_per_round_off_a_terminal_with_the_best_so_far():
 
 def test_a_stream_without_a_reader_stops_the_lines_not_the_search():
     stream = _ClosedPipe()
-    progress = Progress(total=4, target=["throughput"], enabled=True, stream=stream)
+    progress = Progress(target=["throughput"], enabled=True, stream=stream, total=4)
     progress.update(1, _candidate(10.0))  # raised BrokenPipeError into the search before
     assert not progress.enabled
     progress.update(2, _candidate(12.0))
@@ -46,7 +46,7 @@ def test_a_stream_without_a_reader_stops_the_lines_not_the_search():
 
 def test_with_a_time_budget_the_line_says_what_is_left_and_the_eta_never_passes_it():
     stream = io.StringIO()
-    progress = Progress(total=1000, target=["throughput"], enabled=True, stream=stream, deadline=time.monotonic() + 100)
+    progress = Progress(target=["throughput"], enabled=True, stream=stream, deadline=time.monotonic() + 100, total=1000)
     progress.started -= 50  # 50 s in, one evaluation of 1,000 done: at that pace the rounds need 14 hours
     progress.update(1, _candidate(10.0))
     fields = stream.getvalue().strip().split(" | ")
