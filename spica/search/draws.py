@@ -79,6 +79,8 @@ class Draws:
         """`evaluation.draws`: "cache" (the default folder), "off" (None: draw afresh) or a folder."""
         if setting in (None, OFF):
             return None
+        if not setting.strip():
+            raise ConfigError([f"evaluation.draws: empty; give {CACHE}, a folder, or {OFF}"])
         folder = cache_root() / "draws" if setting == CACHE else Path(setting)
         try:
             folder.mkdir(parents=True, exist_ok=True)

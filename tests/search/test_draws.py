@@ -54,6 +54,8 @@ def test_draws_setting(tmp_path, monkeypatch):
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(ConfigError, match="evaluation.draws: .*a-file cannot hold kept draws"):
         Draws.at(str(tmp_path / "a-file"), "plan")
+    with pytest.raises(ConfigError, match="evaluation.draws: empty; give cache, a folder, or off"):
+        Draws.at("", "plan")  # as `spica run-plan --draws ''` passes it
 
 
 @pytest.mark.e2e
