@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from spica.errors import UserError
+from spica.paths import cache_root
 
 ContainerEngine = Literal["podman", "pyxis"]
 ContainerMode = Literal["self-contained", "shared-fs"]
@@ -47,7 +48,7 @@ _PASSED_ENV = ("SLURM_*", "SUBMITIT_*", "SPICA_*")
 
 def cache_dir() -> Path:
     """Spica's cache on this host (the same rule as the search's: $SPICA_CACHE_DIR or ~/.cache/spica)."""
-    return Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica").resolve()
+    return cache_root().resolve()
 
 
 def _check(field: str, value: str, choices: object) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from spica.paths import cache_root
+
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e  # two processes that import the whole stack (~15 s)
 
@@ -21,7 +23,7 @@ def _run(args: list[str], cache: Path, cwd: Path) -> None:
 
 
 def test_the_default_search_exports_nothing_after_setup_exported_its_functions(tmp_path):
-    shared = Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica")
+    shared = cache_root()
     cache = tmp_path / "cache"  # Spica's cache with an empty JAX part: a machine's first setup
     cache.mkdir()
     for entry in shared.glob("*"):

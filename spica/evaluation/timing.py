@@ -42,6 +42,8 @@ from typing import Any, Iterable, Literal, Mapping
 
 import numpy as np
 
+from spica.paths import cache_root
+
 TimingMode = Literal["table", "ais"]
 TIMING_MODES: tuple[TimingMode, ...] = ("table", "ais")
 
@@ -66,8 +68,7 @@ def ais_timing_model(perf_config: Mapping[str, Any], scale: Mapping[str, float] 
 
 
 def timing_cache_dir() -> Path:
-    root = os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica"
-    return Path(root) / "timing"
+    return cache_root() / "timing"
 
 
 def materialize_engine_args(

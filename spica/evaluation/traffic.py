@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from spica.paths import cache_root
+
 TRAFFIC_FORMAT = 1
 BLOCK_TOKENS = 512
 """Tokens per Mooncake hash id (Replay's default trace block size)."""
@@ -33,8 +35,7 @@ SYNTHETIC_ONLY = ("request_rate", "arrival_seed", "arrival_interval_ms", "turns_
 
 
 def traffic_cache_dir() -> Path:
-    root = os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica"
-    return Path(root) / "traffic"
+    return cache_root() / "traffic"
 
 
 def drawn_lengths(isl: int, osl: int, count: int, spread: float, seed: int) -> list[tuple[int, int]]:

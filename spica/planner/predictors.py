@@ -225,7 +225,8 @@ def cached_predictor_sub_sweep(
     """
     import hashlib
 
-    from spica.space.cache import atomic_write_text, cache_root
+    from spica.paths import cache_root
+    from spica.space.cache import atomic_write_text
 
     if trace_path is None or not has_throughput_scaling or not intervals:
         return predictor_sub_sweep(trace_path, intervals, candidates, arrival_speedup_ratio, has_throughput_scaling)

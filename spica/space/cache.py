@@ -14,11 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from spica.paths import cache_root
+
 _memory: dict[str, dict[str, Any]] = {}
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica")
 
 
 def _path(key: Mapping[str, Any]) -> tuple[str, Path]:

@@ -8,14 +8,14 @@ compiling each GP shape into a one-off per machine instead of a per-process cost
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
+
+from spica.paths import cache_root
 
 
 def cache_dir() -> Path:
     """Spica's JAX compilation cache: ${SPICA_CACHE_DIR:-~/.cache/spica}/jax."""
-    root = os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica"
-    return Path(root) / "jax"
+    return cache_root() / "jax"
 
 
 @functools.cache

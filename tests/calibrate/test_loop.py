@@ -33,6 +33,7 @@ from spica.evaluation.calibration import load_calibration
 from spica.evaluation.replay import _token_position
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args
+from spica.paths import cache_root
 from spica.search import run_smart_search
 from tests.search.test_search import small
 
@@ -44,15 +45,11 @@ CONCURRENCIES = (1, 2, 4, 8)
 MODEL = "Qwen/Qwen3-32B-FP8"
 
 
-def _cache() -> Path:
-    return Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica")
-
-
 @pytest.fixture(scope="module")
 def aiperf_python() -> Path:
     """AIPerf 0.13.0 and its pinned closure in a venv of their own (its dependencies are not Spica's)."""
     lock = HERE / "aiperf.lock"
-    venv = _cache() / f"aiperf-{hashlib.sha256(lock.read_bytes()).hexdigest()[:12]}"
+    venv = cache_root() / f"aiperf-{hashlib.sha256(lock.read_bytes()).hexdigest()[:12]}"
     python = venv / "bin" / "python"
     if not (venv / ".installed").is_file():
         shutil.rmtree(venv, ignore_errors=True)

@@ -20,6 +20,7 @@ import pytest
 from dgd_checks import MATRIX, SLA, candidate, components, main_container, unrolled
 
 from spica.deploy.manifest import dynamo_manifest
+from spica.paths import cache_root
 
 HERE = Path(__file__).resolve().parent / "engines"
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ def _pip(python: Path, *args: str) -> None:
 @pytest.fixture(scope="module")
 def engine_python() -> Path:
     digest = hashlib.sha256(b"".join(path.read_bytes() for path in LOCKS)).hexdigest()[:12]
-    cache = Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica")
+    cache = cache_root()
     venv = cache / f"engine-parsers-{digest}"
     python, stamp = venv / "bin" / "python", venv / ".spica-installed"
     if not stamp.exists():

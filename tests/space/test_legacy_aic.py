@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from spica.paths import cache_root
+
 # Read at collection, before conftest points SPICA_CACHE_DIR at a temp dir: the venv costs
 # minutes to build and belongs in the user's real cache.
-USER_CACHE_ROOT = Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica")
+USER_CACHE_ROOT = cache_root()
 LEGACY_AIC = os.environ.get("SPICA_LEGACY_AIC_VERSION", "0.8.0")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
