@@ -305,8 +305,9 @@ def _search(
         ledger = loop.run()
         meter.close()
         best = _merge(config, ledger)
-        if loop.out_of_time:
-            pool.close(wait=False)  # what still replays is ended, not waited for; no spread replays either
+        if loop.out_of_time:  # no spread replays either
+            if own_pool:
+                pool.close(wait=False)  # what still replays is ended, not waited for (a caller's pool is the caller's to close)
         else:
             measure_spread(plan, best, pool, draws, announce=progress)
     except BaseException:
