@@ -1,4 +1,5 @@
-"""A live progress line while a search runs: round, evaluations, best so far, ETA; and `tell`,
+"""A live progress line while a search runs: round, evaluations done of planned, feasible and
+failed, best so far (or the front's size), elapsed, ETA; and `tell`,
 how the lines the command prints itself (not its log lines: logging drops what it cannot write)
 reach their reader."""
 
@@ -8,6 +9,7 @@ import sys
 import time
 from typing import TextIO
 
+from spica.evaluation.score import pareto_front, signed_score
 from spica.results.ledger import Candidate
 
 
@@ -48,14 +50,20 @@ class Progress:
         self.done = 0
         self.best: float | None = None
         self.feasible = 0
+        self.failed = 0
+        self.front: list[list[float]] = []  # pareto: the signed objectives of the front so far
         self.round = 0
         self._tty = self.stream.isatty()
 
     def update(self, round_number: int, candidate: Candidate) -> None:
         self.done += 1
         self.feasible += candidate.feasible
+        self.failed += candidate.status == "failed"
         if candidate.feasible and candidate.score is not None and (self.best is None or candidate.score > self.best):
             self.best = candidate.score
+        if len(self.target) > 1 and candidate.feasible and all(name in candidate.objectives for name in self.target):
+            point = [signed_score(name, candidate.objectives) for name in self.target]
+            self.front = pareto_front([*self.front, point], lambda values: values)
         new_round = round_number > self.round  # branches run their rounds side by side
         self.round = max(self.round, round_number)
         if self.enabled and (self._tty or new_round):
@@ -75,13 +83,13 @@ class Progress:
             left = self.deadline - time.monotonic()
             remaining = min(remaining, max(left, 0.0))
             budget = f" | budget {max(left, 0.0):,.0f}s left"
-        if len(self.target) > 1:  # pareto: no single best; say how much is feasible
-            best = f"{self.feasible} feasible for the front"
+        if len(self.target) > 1:  # pareto: no single best
+            best = f"front {len(self.front)}"
         else:
             shown = abs(self.best) if self.best is not None else None  # the score is signed; show the value
             best = f"best {shown:,.2f} {self.target[0]}" if shown is not None else "best -"
         return (
-            f"round {self.round} | {self.done}/{self.total} evaluations | {best} | "
+            f"round {self.round} | {self.done}/{self.total} evaluations, {self.feasible} feasible, {self.failed} failed | {best} | "
             f"elapsed {elapsed:,.0f}s | ETA {max(remaining, 0):,.0f}s{budget}"
         )
 

@@ -16,8 +16,8 @@ class _ClosedPipe(io.StringIO):
         raise BrokenPipeError(32, "Broken pipe")
 
 
-def _candidate(score: float) -> Candidate:
-    return Candidate(key=str(score), branch="agg", round=1, status="feasible", unrolled={}, score=score)
+def _candidate(score: float, status: str = "feasible", **objectives: float) -> Candidate:
+    return Candidate(key=str(score), branch="agg", round=1, status=status, unrolled={}, score=score, objectives=objectives)
 
 
 def test_a_line_per_round_off_a_terminal_with_the_best_so_far():
@@ -28,9 +28,21 @@ def test_a_line_per_round_off_a_terminal_with_the_best_so_far():
     progress.update(2, _candidate(11.0))
     lines = stream.getvalue().splitlines()
     assert [line.split(" | ")[:3] for line in lines] == [
-        ["spica: round 1", "1/4 evaluations", "best 10.00 throughput"],
-        ["spica: round 2", "3/4 evaluations", "best 12.50 throughput"],
+        ["spica: round 1", "1/4 evaluations, 1 feasible, 0 failed", "best 10.00 throughput"],
+        ["spica: round 2", "3/4 evaluations, 3 feasible, 0 failed", "best 12.50 throughput"],
     ]
+
+
+def test_a_pareto_search_shows_the_size_of_its_front_so_far():
+    stream = io.StringIO()
+    progress = Progress(target=["throughput_per_gpu", "throughput_per_user"], enabled=True, stream=stream, total=5)
+    progress.update(1, _candidate(100.0, throughput_per_gpu=100.0, throughput_per_user=10.0))
+    progress.update(1, _candidate(50.0, throughput_per_gpu=50.0, throughput_per_user=30.0))
+    progress.update(1, _candidate(40.0, throughput_per_gpu=40.0, throughput_per_user=20.0))  # dominated by the second
+    progress.update(1, _candidate(0.0, "failed"))
+    progress.update(2, _candidate(120.0, throughput_per_gpu=120.0, throughput_per_user=12.0))  # dominates the first
+    fields = stream.getvalue().splitlines()[-1].split(" | ")
+    assert fields[1:3] == ["5/5 evaluations, 4 feasible, 1 failed", "front 2"]
 
 
 def test_a_stream_without_a_reader_stops_the_lines_not_the_search():
