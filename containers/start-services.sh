@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts everything Spica's tests and runner need on this machine, each step idempotent:
-# SLURM (slurm.sh), Podman and its Docker API (podman.sh), Spica's self-contained image
-# (build-image.sh: found by its hash when nothing changed, else rebuilt from its cached layers).
+# SLURM (slurm.sh), Podman and its Docker API (podman.sh), Chromium for the report tests
+# (chromium.sh), Spica's self-contained image (build-image.sh: found by its hash when nothing
+# changed, else rebuilt from its cached layers).
 # Prints the environment to use them on stdout:
 #   eval "$(sudo bash containers/start-services.sh)"
 # exports DOCKER_HOST and SPICA_CONTAINER_IMAGE. Arg: the venv python whose interpreter the
@@ -19,4 +20,5 @@ step() {  # one script, timed on stderr
 }
 step slurm.sh
 step podman.sh
+step chromium.sh >/dev/null
 echo "export SPICA_CONTAINER_IMAGE=$(step build-image.sh "$python")"

@@ -1,4 +1,4 @@
-"""The `spica` command: a Hydra application plus four plain subcommands.
+"""The `spica` command: a Hydra application plus five plain subcommands.
 
     spica [group=option ...] [key=value ...]      compose conf/ with Hydra and search
     spica --config-file my.yaml [key=value ...]   search a plain SmartSearchConfig YAML
@@ -6,6 +6,7 @@
     spica run-plan plan.yaml [-o DIR]             run exactly that plan
     spica space [...]                             print the parallel-config pools
     spica calibrate MEASUREMENTS... -o FILE       fit a timing calibration on measured points
+    spica compare DIR... [-o FILE]                results folders side by side (a table and a page)
 
 Every user error is printed as one line per problem, without a traceback, exit status 2; a
 search that finds no feasible deployment says why and exits 3.
@@ -255,6 +256,24 @@ def _cmd_calibrate(argv: Sequence[str]) -> None:
     tell(sys.stdout, f"wrote {path}\n")
 
 
+def _cmd_compare(argv: Sequence[str]) -> None:
+    from spica.results.compare import compare
+
+    parser = argparse.ArgumentParser(
+        prog="spica compare",
+        description="Put results folders side by side: each search's best (or its front), what differs in their plans, "
+        "and one page (compare.html) with their fronts or scores overlaid, linking each folder's report.html.",
+        epilog="DIR: a results folder, or a folder of them such as a Hydra multirun's (spica -m workload=chat,summarize "
+        "writes multirun/<date>/<time>/0, 1, ...). Example: spica compare multirun/2026-12-06/10-00-00",
+    )
+    parser.add_argument("folders", nargs="+", metavar="DIR")
+    parser.add_argument("-o", "--output", default=None,
+                        help="the page to write (default: compare.html in the one multirun folder given, else in the current folder)")
+    args = parser.parse_args(argv)
+    table, page = compare(args.folders, args.output)
+    tell(sys.stdout, f"{table}\n\nwrote {page}\n")
+
+
 def _run_file(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(prog="spica --config-file", description="Search a plain SmartSearchConfig YAML.")
     parser.add_argument("--config-file", required=True)
@@ -351,7 +370,7 @@ def _upstream_spelling(arg: str) -> str:
     return arg
 
 
-COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_space, "calibrate": _cmd_calibrate}
+COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_space, "calibrate": _cmd_calibrate, "compare": _cmd_compare}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,5 +1,6 @@
 """Fixtures shared by the whole suite: the shared data folder, and the real services that
-runner tests use (SLURM, Podman with its Docker API, Spica's runtime image). A service that
+runner tests use (SLURM, Podman with its Docker API, Spica's runtime image) and the browser the
+report tests use (Chromium). A service that
 is not up is started with the same scripts .ci/run uses (containers/*.sh, root needed), so
 `bin/test` works on a developer machine too. Without root a service test is skipped, except
 in CI (CI=true), where a missing service fails the run instead of hiding it."""
@@ -60,6 +61,15 @@ def docker_host() -> str:
     exports = _run_service_script("podman.sh")  # idempotent, ~1 s when already up
     os.environ["DOCKER_HOST"] = exports.split("DOCKER_HOST=", 1)[1].split()[0]
     return os.environ["DOCKER_HOST"]
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's Chromium, for tests that open a results page in a real browser (installed by
+    containers/chromium.sh when missing)."""
+    import shutil
+
+    return shutil.which("chromium") or _run_service_script("chromium.sh").strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="session")

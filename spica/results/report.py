@@ -4,8 +4,11 @@
     evaluations.jsonl       every finished evaluation as it happened (resume source)
     ledger.json / .csv      every candidate: status, reason, metrics, unrolled config
     best.csv                the ranked top (scalar goal) or the Pareto front
-    summary.json            tallies, timings, selection, predictor sub-sweep, engine versions
+    summary.json            tallies, timings, selection, predictor sub-sweep, engine versions, the
+                            goal and the notes the reader needs (what report.html and
+                            `spica compare` read besides the ledger and the plan)
     plot.png                score vs GPUs, or the front
+    report.html             the same, one page to open offline (spica/results/page.py)
     deploy/NN-<key>/        for each selected candidate: dynamo.yaml (DynamoGraphDeployment,
                             spica.deploy.manifest), replay.json (the Replay call that
                             reproduces its score) and candidate.json (the unrolled sample,
@@ -23,10 +26,13 @@ from typing import Any, Mapping, Sequence
 from spica.deploy.manifest import manifest_yaml
 from spica.deploy.settings import DeploySettings
 from spica.deploy.versions import engine_versions
+from spica.evaluation.score import MINIMIZED
 from spica.plan import Plan
 from spica.results.ledger import Candidate, write_ledger
 from spica.results.outcome import SearchResults
+from spica.results.page import write_report
 from spica.results.plot import plot_results
+from spica.results.table import UNITS, result_notes
 from spica.space.branches import Branch
 
 DEPLOY_TOP_N = 5
@@ -53,13 +59,14 @@ def write_results(
     selected = _selected(plan, list(results))
     write_ledger_view(folder / "best.csv", selected)
     config = plan.config
+    title = f"{config.search_space.model_name} on {config.search_space.hardware_sku} — {config.goal.target}"
     plot_results(
         folder / "plot.png",
         results.ledger,
         objectives=config.goal.objectives,
         selected=selected,
         pareto=config.goal.target == "pareto",
-        title=f"{config.search_space.model_name} on {config.search_space.hardware_sku} — {config.goal.target}",
+        title=title,
         sla_line=next(iter(config.goal.sla_bounds.items()), None) if config.goal.sla_constrained else None,
     )
     undeployable: dict[str, str] = {}
@@ -87,8 +94,16 @@ def write_results(
         "engine_versions": engine_versions(candidate.unrolled for candidate in selected),
         "undeployable": undeployable,
         "calibration": plan.calibration,  # null: scored uncalibrated
+        "goal": {
+            "title": title, "target": str(config.goal.target), "objectives": config.goal.objectives,
+            "pareto": config.goal.target == "pareto", "units": {name: UNITS[name] for name in config.goal.objectives},
+            "minimized": [name for name in config.goal.objectives if name in MINIMIZED],
+            "sla_bounds": config.goal.sla_bounds, "sla_constrained": config.goal.sla_constrained,
+        },
+        "notes": result_notes(config, plan.calibration, results.tallies, timings, selected),
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    write_report(folder)
     return folder
 
 

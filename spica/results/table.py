@@ -30,7 +30,7 @@ def _cell(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def _knobs(candidate: Candidate) -> str:
+def knob_summary(candidate: Candidate) -> str:
     view = candidate.view
     parts = [f"{pool.role[0]}:seqs={pool.max_num_seqs},mbt={pool.max_num_batched_tokens}" for pool in view.pools]
     parts.append(view.router.mode)
@@ -70,7 +70,7 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
     for index, candidate in enumerate(shown, 1):
         rows.append(
             [index, candidate.label(), candidate.used_gpus, candidate.metrics.get("provisioned_gpus"), *[candidate.objectives.get(name) for name in objectives],
-             candidate.metrics.get("mean_ttft_ms"), candidate.metrics.get("mean_tpot_ms"), _knobs(candidate)]
+             candidate.metrics.get("mean_ttft_ms"), candidate.metrics.get("mean_tpot_ms"), knob_summary(candidate)]
         )
     if config.goal.sla_constrained and any("goodput_request_throughput_rps" in c.metrics for c in shown):
         # the SLA holds as an aggregate: how many requests each one served within it, per second
@@ -83,30 +83,44 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
         headers.insert(5, "±")
         for row, spread in zip(rows, spreads):
             row.insert(5, "-" if spread is None else f"{spread:.2f}%")
-    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in results.tallies.items() if count or status != "kept_draws")
     wall = timings.get("wall_seconds", 0.0)
     choosing = timings.get("optimizer_seconds", 0.0)
     exposed = timings.get("optimizer_exposed_seconds", choosing)
-    note = version_note(engine_versions(candidate.unrolled for candidate in shown))  # once, under the table
-    calibrated = describe_calibration(results.plan.calibration)
     lines = [
         "",
         title,
         render_table(headers, rows) if rows else "(no feasible candidate — see the ledger for reasons)",
-        *([note] if note else []),
-        *([calibrated] if calibrated else []),
-        *([SPREAD_NOTE] if any(spread is not None for spread in spreads) else []),
-        *([sla_note(config)] if config.goal.sla_constrained else []),
-        *([SCALE_NOTE] if scale_free(config) else []),
-        *([KEPT_NOTE] if results.tallies.get("kept_draws") else []),
-        *([budget_note(budget)] if (budget := timings.get("budget")) and budget["ran_out"] else []),
+        *result_notes(config, results.plan.calibration, results.tallies, timings, shown),
         "",
-        f"{len(results.ledger)} candidates replayed: {summary}",
+        tally_line(results),
         f"wall {wall:,.1f}s; choosing the next candidates took {choosing:,.1f}s, "
         f"{exposed:,.1f}s of it ({exposed / wall * 100 if wall else 0.0:.1f}% of the wall) with no replay running",
         *([idle] if (idle := idle_line(timings)) else []),
     ]
     return "\n".join(lines)
+
+
+def tally_line(results: SearchResults) -> str:
+    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in results.tallies.items() if count or status != "kept_draws")
+    return f"{len(results.ledger)} candidates replayed: {summary}"
+
+
+def result_notes(config: SmartSearchConfig, calibration: Mapping[str, Any] | None, tallies: Mapping[str, int],
+                 timings: Mapping[str, Any], shown: Sequence[Candidate]) -> list[str]:
+    """What the reader of the results must know to read them right (the lines under the table,
+    and the report's header): versions, calibration, spread, SLA, scale, kept draws, budget."""
+    note = version_note(engine_versions(candidate.unrolled for candidate in shown))  # once, under the table
+    calibrated = describe_calibration(calibration)
+    spread = any(candidate.spread_percent(config.goal.objectives[0]) is not None for candidate in shown)
+    return [
+        *([note] if note else []),
+        *([calibrated] if calibrated else []),
+        *([SPREAD_NOTE] if spread else []),
+        *([sla_note(config)] if config.goal.sla_constrained else []),
+        *([SCALE_NOTE] if scale_free(config) else []),
+        *([KEPT_NOTE] if tallies.get("kept_draws") else []),
+        *([budget_note(budget)] if (budget := timings.get("budget")) and budget["ran_out"] else []),
+    ]
 
 
 def budget_note(budget: Mapping[str, Any]) -> str:
