@@ -728,7 +728,7 @@ class SmartSearchConfig(_Frozen):
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "SmartSearchConfig":
-        return cls.from_mapping(load_yaml(path))
+        return cls.from_mapping(load_config(path))
 
     def to_data(self) -> dict[str, Any]:
         """Plain data that validates back to an equal config: a null is left out where the field
@@ -793,6 +793,16 @@ def load_yaml(path: str | Path) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise ConfigError([f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"]) from None
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """A config file's top level: a mapping. An empty file, a list or a scalar is refused in one
+    line saying what the file holds instead (validating it as a config would only say its type)."""
+    data = load_yaml(path)
+    if isinstance(data, Mapping):
+        return dict(data)
+    held = "nothing (it is empty)" if data is None else "a list" if isinstance(data, list) else f"the {type(data).__name__} {data!r}"
+    raise ConfigError([f"{path}: holds {held}; a config is a mapping with search_space and workload (goal, sweep optional)"])
 
 
 def _expanded_size(root: yaml.Node | None) -> int:
