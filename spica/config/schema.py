@@ -287,10 +287,13 @@ class SearchSpace(_Frozen):
             )
         for index, entry in enumerate(self.parallel_configs):
             mode = parallel_config_mode(entry)
-            if mode not in self.deployment_mode:
+            if mode == "agg" and self.deployment_mode == ["disagg"]:
                 raise ValueError(
-                    f"parallel_configs[{index}] is a {mode} config but deployment_mode is {', '.join(self.deployment_mode)}"
+                    f"parallel_configs[{index}] lacks prefill and decode, which a disagg entry needs "
+                    "(deployment_mode is disagg; a flat shape is an agg entry)"
                 )
+            if mode not in self.deployment_mode:
+                raise ValueError(f"parallel_configs[{index}] is a disagg config but deployment_mode is agg")
         strict = [backends.BACKENDS[name] for name in self.backend if backends.BACKENDS[name].disagg_tokens_per_block]
         if strict and "disagg" in self.deployment_mode:
             for role in ("prefill", "decode"):
@@ -313,14 +316,16 @@ class SearchSpace(_Frozen):
                 raise ValueError(
                     f"backend_version: {stray[0]} is not among backend ({', '.join(self.backend)}); give versions for those only"
                 )
-        thresholds = [name for name in ADMISSION_THRESHOLDS if getattr(self, name) is not None]
-        if thresholds and "kv_router" in self.router_mode:
+        admission = [name for name in ADMISSION_THRESHOLDS if getattr(self, name) is not None]
+        admission += ["no_admission_control"] if self.no_admission_control else []
+        if admission and "kv_router" in self.router_mode:
+            unset = "false" if admission[0] == "no_admission_control" else "null"
             raise ValueError(
-                f"{thresholds[0]}: Dynamo's Replay cannot model admission control, so a search that may choose "
-                "kv_router could not score what it deploys; leave it null or set router_mode: [round_robin]"
+                f"{admission[0]}: Dynamo's Replay cannot model admission control, on or off, so a search that may "
+                f"choose kv_router could not score what it deploys; leave it {unset} or set router_mode: [round_robin]"
             )
-        if thresholds:
-            log.warning("%s: has no effect under round_robin and is not deployed", ", ".join(thresholds))
+        if admission:
+            log.warning("%s: has no effect under round_robin and is not deployed", ", ".join(admission))
         return self
 
     def _role_hardware_rules(self) -> None:
