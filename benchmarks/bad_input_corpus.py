@@ -49,6 +49,10 @@ def cases(work: Path, stack: contextlib.ExitStack) -> Iterator[tuple[str, list[s
         path = work / f"config{index}.yaml"
         path.write_text(text)
         yield f"config{index}", ["--config-file", str(path), *out]
+    for index, (text, _) in enumerate(corpus.NOT_MAPPINGS):
+        path = work / f"not-a-mapping{index}.yaml"
+        path.write_text(text)
+        yield f"not-a-mapping{index}", ["--config-file", str(path), "sweep.random_seed=3", *out]
     utf16 = work / "utf16.yaml"
     utf16.write_bytes((corpus.SPACE + corpus.LOAD).encode("utf-16"))
     yield "utf16", ["--config-file", str(utf16)]

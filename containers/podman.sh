@@ -5,9 +5,10 @@
 # to stderr); the socket is ${SPICA_PODMAN_SOCKET:-/run/spica/podman.sock}.
 #   bash containers/podman.sh [--configure]
 # The host's own container config is left alone, except in CI (CI=true) or with --configure:
-# then the settings that work on this kind of machine go into a drop-in of their own,
-# /etc/containers/containers.conf.d/50-spica-ci.conf (delete it to undo): runc (crun fails on
-# hybrid cgroups), cgroupfs manager (no systemd), no default ulimits / pids limit (not permitted).
+# then the settings that work on this kind of machine (containers/containers.conf) go into a
+# drop-in of their own, /etc/containers/containers.conf.d/50-spica-ci.conf (delete it to undo).
+# Otherwise podman reads the host's config, or the file CONTAINERS_CONF names (as bin/test's
+# container tests do); a Docker API service started here keeps that setting for its lifetime.
 set -euo pipefail
 
 configure=false
@@ -31,17 +32,7 @@ if ((${#missing[@]})); then
 fi
 
 if $configure; then
-  mkdir -p /etc/containers/containers.conf.d
-  cat >/etc/containers/containers.conf.d/50-spica-ci.conf <<'CONF'
-# Written by Spica's containers/podman.sh (CI, or --configure); delete it to undo.
-[containers]
-default_ulimits = []
-pids_limit = 0
-
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-CONF
+  install -D -m 644 "$(dirname "${BASH_SOURCE[0]}")/containers.conf" /etc/containers/containers.conf.d/50-spica-ci.conf
 fi
 
 # The store, probed with a bound before anything uses it: podman waits without end on a store

@@ -52,13 +52,6 @@ def normalise_overrides(overrides: Sequence[str]) -> list[str]:
     return normalised
 
 
-def config_from_container(data: Any) -> tuple[SmartSearchConfig, AppSettings]:
-    """Split the app's own keys (results_dir, evaluation) from the SmartSearchConfig; validate both."""
-    if not isinstance(data, dict):
-        raise ConfigError(["config: expected a mapping"])
-    return split_app_settings(data)
-
-
 def register_schema() -> None:
     """Store the schema's defaults as the node conf/config.yaml starts from."""
     from hydra.core.config_store import ConfigStore
@@ -86,31 +79,36 @@ def compose(overrides: Sequence[str]) -> tuple[SmartSearchConfig, AppSettings]:
             cfg = hydra_compose(config_name="config", overrides=normalise_overrides(overrides))
     except HydraException as exc:
         raise UserError([str(exc).strip().splitlines()[0]]) from None
-    return config_from_container(_to_container(cfg))
+    return split_app_settings(_to_container(cfg))
 
 
 def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchConfig, AppSettings]:
-    """A plain SmartSearchConfig YAML with optional dotted `key=value` overrides."""
-    from spica.config.schema import load_yaml
+    """A plain SmartSearchConfig YAML with optional dotted `key=value` overrides; Hydra's `+key=value`
+    (add a key) and `++key=value` (add or set) mean `key=value` here, where any key may be set."""
+    import yaml
+    from omegaconf.errors import OmegaConfBaseException
 
-    data = load_yaml(path)
+    from spica.config.schema import load_config
+
+    data = load_config(path)
     if overrides:
+        overrides = [item.removeprefix("++").removeprefix("+") for item in overrides]
         data = _without_spellings_overridden(data, overrides)
         try:
-            merged = OmegaConf.merge(OmegaConf.create(data), OmegaConf.from_dotlist(list(overrides)))
-        except Exception as exc:  # omegaconf raises many types for a malformed dotlist
+            merged = OmegaConf.merge(OmegaConf.create(data), OmegaConf.from_dotlist(overrides))
+            data = OmegaConf.to_container(merged, resolve=True)
+        except (OmegaConfBaseException, yaml.YAMLError) as exc:  # a malformed value or interpolation
             raise UserError([f"override: {exc}".splitlines()[0]]) from None
-        data = OmegaConf.to_container(merged, resolve=True)
-    return config_from_container(data)
+    return split_app_settings(data)
 
 
-def _without_spellings_overridden(data: Any, overrides: Sequence[str]) -> Any:
+def _without_spellings_overridden(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """An override of a sweep key replaces the file's value under either of its names: a file
     with the earlier `sweep.seed` and `sweep.random_seed=3` on the command line is seed 3, not
     both names given."""
     from spica.config.schema import SWEEP_ALIASES
 
-    sweep = data.get("sweep") if isinstance(data, dict) else None
+    sweep = data.get("sweep")
     if not isinstance(sweep, dict):
         return data
     keys = {item.split("=", 1)[0].lstrip("+~") for item in overrides}
@@ -297,7 +295,7 @@ def _hydra_app() -> None:
         for name in [name for name in logging.root.manager.loggerDict if name.split(".")[0] == "spica"]:
             logging.getLogger(name).disabled = False  # Hydra's logging config disables loggers made before it
         with _user_errors():
-            config, settings = config_from_container(_to_container(cfg))
+            config, settings = split_app_settings(_to_container(cfg))
             _search_and_report(config, settings, settings.results_dir or HydraConfig.get().runtime.output_dir)
 
     register_schema()

@@ -2,8 +2,10 @@
 runner tests use (SLURM, Podman with its Docker API, Spica's runtime image) and the browser the
 report tests use (Chromium). A service that
 is not up is started with the same scripts .ci/run uses (containers/*.sh, root needed), so
-`bin/test` works on a developer machine too. Without root a service test is skipped, except
-in CI (CI=true), where a missing service fails the run instead of hiding it."""
+`bin/test` works on a developer machine too: outside CI, podman runs with Spica's own settings
+(containers/containers.conf, through CONTAINERS_CONF), where CI writes them into the host's
+config. Without root a service test is skipped, named with the reason in pytest's closing
+summary, except in CI (CI=true), where a missing service fails the run instead of hiding it."""
 
 from __future__ import annotations
 
@@ -30,10 +32,13 @@ def _succeeds(*argv: str) -> bool:
         return False
 
 
+SERVICES = {"slurm.sh": "SLURM", "podman.sh": "Podman", "build-image.sh": "Spica's container image", "chromium.sh": "Chromium"}
+
+
 def _run_service_script(script: str, *args: str) -> str:
     """Run containers/<script> and return its stdout; skip (fail in CI) without root."""
     if os.geteuid() != 0:
-        message = f"starting this service needs root: run `sudo bash containers/{script}` first"
+        message = f"starting {SERVICES[script]} (containers/{script}) needs root: run `sudo bin/test` to include this test"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
@@ -55,9 +60,14 @@ def slurm_partition() -> str | None:
 
 @pytest.fixture(scope="session")
 def docker_host() -> str:
-    """Podman configured and its Docker API served; DOCKER_HOST points at it."""
+    """Podman configured and its Docker API served; DOCKER_HOST points at it. Outside CI, every
+    podman of the session (the service podman.sh starts, image builds, jobs' `podman run`) reads
+    containers/containers.conf instead of the host's config, which on a fresh machine of this
+    kind cannot start a container; CI tests the host's config, which containers/podman.sh wrote."""
     if os.geteuid() != 0 and os.environ.get("DOCKER_HOST"):
         return os.environ["DOCKER_HOST"]  # a developer's own engine, already running
+    if os.environ.get("CI") != "true":
+        os.environ.setdefault("CONTAINERS_CONF", str(REPO / "containers" / "containers.conf"))
     exports = _run_service_script("podman.sh")  # idempotent, ~1 s when already up
     os.environ["DOCKER_HOST"] = exports.split("DOCKER_HOST=", 1)[1].split()[0]
     return os.environ["DOCKER_HOST"]

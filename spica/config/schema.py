@@ -287,10 +287,13 @@ class SearchSpace(_Frozen):
             )
         for index, entry in enumerate(self.parallel_configs):
             mode = parallel_config_mode(entry)
-            if mode not in self.deployment_mode:
+            if mode == "agg" and self.deployment_mode == ["disagg"]:
                 raise ValueError(
-                    f"parallel_configs[{index}] is a {mode} config but deployment_mode is {', '.join(self.deployment_mode)}"
+                    f"parallel_configs[{index}] lacks prefill and decode, which a disagg entry needs "
+                    "(deployment_mode is disagg; a flat shape is an agg entry)"
                 )
+            if mode not in self.deployment_mode:
+                raise ValueError(f"parallel_configs[{index}] is a disagg config but deployment_mode is agg")
         strict = [backends.BACKENDS[name] for name in self.backend if backends.BACKENDS[name].disagg_tokens_per_block]
         if strict and "disagg" in self.deployment_mode:
             for role in ("prefill", "decode"):
@@ -313,14 +316,16 @@ class SearchSpace(_Frozen):
                 raise ValueError(
                     f"backend_version: {stray[0]} is not among backend ({', '.join(self.backend)}); give versions for those only"
                 )
-        thresholds = [name for name in ADMISSION_THRESHOLDS if getattr(self, name) is not None]
-        if thresholds and "kv_router" in self.router_mode:
+        admission = [name for name in ADMISSION_THRESHOLDS if getattr(self, name) is not None]
+        admission += ["no_admission_control"] if self.no_admission_control else []
+        if admission and "kv_router" in self.router_mode:
+            unset = "false" if admission[0] == "no_admission_control" else "null"
             raise ValueError(
-                f"{thresholds[0]}: Dynamo's Replay cannot model admission control, so a search that may choose "
-                "kv_router could not score what it deploys; leave it null or set router_mode: [round_robin]"
+                f"{admission[0]}: Dynamo's Replay cannot model admission control, on or off, so a search that may "
+                f"choose kv_router could not score what it deploys; leave it {unset} or set router_mode: [round_robin]"
             )
-        if thresholds:
-            log.warning("%s: has no effect under round_robin and is not deployed", ", ".join(thresholds))
+        if admission:
+            log.warning("%s: has no effect under round_robin and is not deployed", ", ".join(admission))
         return self
 
     def _role_hardware_rules(self) -> None:
@@ -728,7 +733,7 @@ class SmartSearchConfig(_Frozen):
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "SmartSearchConfig":
-        return cls.from_mapping(load_yaml(path))
+        return cls.from_mapping(load_config(path))
 
     def to_data(self) -> dict[str, Any]:
         """Plain data that validates back to an equal config: a null is left out where the field
@@ -793,6 +798,16 @@ def load_yaml(path: str | Path) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise ConfigError([f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"]) from None
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """A config file's top level: a mapping. An empty file, a list or a scalar is refused in one
+    line saying what the file holds instead (validating it as a config would only say its type)."""
+    data = load_yaml(path)
+    if isinstance(data, Mapping):
+        return dict(data)
+    held = "nothing (it is empty)" if data is None else "a list" if isinstance(data, list) else f"the {type(data).__name__} {data!r}"
+    raise ConfigError([f"{path}: holds {held}; a config is a mapping with search_space and workload (goal, sweep optional)"])
 
 
 def _expanded_size(root: yaml.Node | None) -> int:

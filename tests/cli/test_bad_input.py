@@ -81,7 +81,6 @@ CONFIGS = [
     (SPACE + LOAD + "extra: {}\n", "extra: unknown field; allowed: goal, search_space, sweep, workload"),
     (LOAD, "search_space: required field is missing"),
     (SPACE, "workload: required field is missing"),
-    ("- just\n- a list\n", "config: expected a mapping"),
     ("search_space: [unclosed\n", ""),
     (SPACE + LOAD + "evaluation: {executor: k8s}\n", "evaluation.executor: 'k8s' is not one of local, slurm"),
     (SPACE + LOAD + "evaluation: {max_paralel: 3}\n", "evaluation.max_paralel: unknown field; allowed:"),
@@ -101,6 +100,20 @@ def test_bad_config_files(tmp_path, monkeypatch, capsys, text, expected):
     assert not (tmp_path / "out" / "evaluations.jsonl").exists()
 
 
+NOT_MAPPINGS = [("", "nothing (it is empty)"), ("# only a comment\n", "nothing (it is empty)"),
+                ("- just\n- a list\n", "a list"), ("5\n", "the int 5")]
+
+
+@pytest.mark.parametrize("text, held", NOT_MAPPINGS)
+@pytest.mark.parametrize("overrides", [[], ["sweep.random_seed=3"]])
+def test_a_file_that_is_not_a_mapping_says_what_it_holds(tmp_path, capsys, text, held, overrides):
+    """With or without overrides: merging them into a list or nothing used to print omegaconf's internals."""
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    refused(capsys, ["--config-file", str(path), *overrides],
+            f"{path}: holds {held}; a config is a mapping with search_space and workload (goal, sweep optional)")
+
+
 def test_bad_bytes_and_paths(tmp_path, capsys):
     utf16 = tmp_path / "utf16.yaml"
     utf16.write_bytes((SPACE + LOAD).encode("utf-16"))
@@ -117,6 +130,9 @@ OVERRIDES = [
     (["workload.trace_path=/etc/shadow"], "workload.trace_path: /etc/shadow"),  # not a trace (root reads it; others may not)
     (["search_space.model_name=Qwen/Qwen3-33B"], "search_space.model_name: 'Qwen/Qwen3-33B' is not among AI Configurator's"),
     (["sweep.random_seed=3", "search_space.gpu_budget=100000"], "search_space.gpu_budget: 100000 is above the 1024 GPUs Spica enumerates"),
+    (["+search_space.foo=1"], "search_space.foo: unknown field; allowed: active_decode_blocks_threshold,"),
+    (["++sweep.bogus=1"], "sweep.bogus: unknown field; allowed: algorithm,"),
+    (["sweep.random_seed=${nowhere}"], "override: Interpolation key 'nowhere' not found"),
 ]
 
 
@@ -423,3 +439,27 @@ def test_a_bug_is_a_traceback_with_a_report_hint_never_invalid_input(tmp_path, c
     assert exit_info.value.code == 1 and "invalid input" not in err
     assert "Traceback (most recent call last)" in err and "ValueError: an internal invariant broke" in err
     assert err.strip().splitlines()[-1].startswith("spica: this is a bug in Spica, not a problem with your input (ValueError); please report it")
+
+
+@pytest.mark.parametrize("how", ["config-file", "hydra"])
+def test_a_bug_in_a_search_is_a_traceback_with_a_report_hint(tmp_path, capsys, monkeypatch, how):
+    """Both ways of starting a search: an exception nobody raised on purpose is exit 1 with its
+    traceback, never exit 2 "invalid input" (Hydra's own error handling is in between)."""
+    import spica.search
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("an injected bug")
+
+    monkeypatch.setattr(spica.search, "run_smart_search", broken)
+    monkeypatch.setattr(sys, "argv", ["spica"])
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "c.yaml"
+    config.write_text(SPACE + LOAD)
+    out = f"results_dir={tmp_path / 'out'}"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--config-file", str(config), out] if how == "config-file" else [out])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "invalid input" not in err
+    assert "Traceback (most recent call last)" in err and "RuntimeError: an injected bug" in err
+    assert err.strip().splitlines()[-1] == ("spica: this is a bug in Spica, not a problem with your input (RuntimeError); "
+                                            "please report it with the traceback above and the command you ran")

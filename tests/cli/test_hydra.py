@@ -48,14 +48,37 @@ def test_trace_without_path_names_the_field():
     assert info.value.lines[0] == "workload.trace_path: required; set it on the command line, e.g. workload.trace_path=..."
 
 
-def test_every_group_option_composes():
-    for group in ("model", "system", "backend", "mode", "role_hardware", "router", "planner", "workload", "goal", "sweep"):
-        for option in sorted((CONF_DIR / group).glob("*.yaml")):
-            extra = [f"workload.trace_path={TRACE}"] if (group, option.stem) == ("workload", "trace") else []
-            if (group, option.stem) == ("goal", "pareto"):
-                extra = []
-            config, _ = compose([f"{group}={option.stem}", *extra])
-            assert isinstance(config, SmartSearchConfig)
+def _leaves(data: dict, path: tuple = ()) -> dict[tuple, object]:
+    """{('search_space', 'backend'): ['vllm'], ...}: every value a mapping sets, by its path."""
+    out: dict[tuple, object] = {}
+    for key, value in data.items():
+        out.update(_leaves(value, (*path, key)) if isinstance(value, dict) else {(*path, key): value})
+    return out
+
+
+def _option(path: Path) -> dict[tuple, object]:
+    """What a group option file sets, by its path in the composed config (its `# @package` first)."""
+    package = path.read_text().splitlines()[0].removeprefix("# @package ").strip()
+    prefix = () if package == "_global_" else tuple(package.split("."))
+    return _leaves(yaml.safe_load(path.read_text()) or {}, prefix)
+
+
+@pytest.mark.parametrize("group", ["model", "system", "backend", "mode", "role_hardware", "router", "planner", "quant",
+                                   "speculation", "workload", "goal", "sweep"])
+def test_every_group_option_composes_to_what_it_sets(group):
+    """Each option's values reach the validated config; an option that sets nothing (e.g.
+    role_hardware=same) leaves what its siblings set at the schema's default."""
+    from spica.config.app import schema_defaults
+
+    defaults = _leaves(schema_defaults())
+    options = {path.stem: _option(path) for path in sorted((CONF_DIR / group).glob("*.yaml"))}
+    siblings = {key for sets in options.values() for key in sets}
+    for stem, sets in options.items():
+        extra = [f"workload.trace_path={TRACE}"] if (group, stem) == ("workload", "trace") else []
+        config, _ = compose([f"{group}={stem}", *extra])
+        composed = _leaves(config.model_dump(mode="json"))
+        expected = {key: value for key, value in sets.items() if value != "???"} or {key: defaults[key] for key in siblings}
+        assert {key: composed.get(key) for key in expected} == expected, f"{group}={stem}"
 
 
 EMBEDDED_CHOICES = {

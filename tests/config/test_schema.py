@@ -158,7 +158,11 @@ def test_explicit_nulls_where_upstream_defaults_to_null():
         ({"deployment_mode": ["agg"], "parallel_configs": [{"replicas": 2}]}, "search_space.parallel_configs[0]: tp is required (pp, attention_dp, moe_tp, moe_ep and replicas default to 1)"),
         ({"deployment_mode": ["disagg"], "parallel_configs": [{"prefill": {"tp": 1}}]}, "search_space.parallel_configs[0]: a disagg entry needs both prefill and decode; decode is missing"),
         ({"deployment_mode": ["disagg"], "parallel_configs": [{"prefill": {"tp": 1}, "decode": {"pp": 2}}]}, "search_space.parallel_configs[0]: decode.tp is required (pp, attention_dp, moe_tp, moe_ep and replicas default to 1)"),
-        ({"active_decode_blocks_threshold": 0.8}, "search_space.active_decode_blocks_threshold: Dynamo's Replay cannot model admission control, so a search that may choose kv_router could not score what it deploys; leave it null or set router_mode: [round_robin]"),
+        ({"deployment_mode": ["disagg"], "parallel_configs": [{"tp": 2}]}, "search_space: parallel_configs[0] lacks prefill and decode, which a disagg entry needs (deployment_mode is disagg; a flat shape is an agg entry)"),
+        ({"deployment_mode": ["disagg"], "parallel_configs": [{"decode": {"tp": 2}}]}, "search_space.parallel_configs[0]: a disagg entry needs both prefill and decode; prefill is missing"),
+        ({"active_decode_blocks_threshold": 0.8}, "search_space.active_decode_blocks_threshold: Dynamo's Replay cannot model admission control, on or off, so a search that may choose kv_router could not score what it deploys; leave it null or set router_mode: [round_robin]"),
+        ({"no_admission_control": True}, "search_space.no_admission_control: Dynamo's Replay cannot model admission control, on or off, so a search that may choose kv_router could not score what it deploys; leave it false or set router_mode: [round_robin]"),
+        ({"no_admission_control": True, "router_mode": ["kv_router"]}, "search_space.no_admission_control: Dynamo's Replay cannot model admission control"),
         ({"active_decode_blocks_threshold": 1.5, "router_mode": ["round_robin"]}, "search_space.active_decode_blocks_threshold: 1.5: input should be less than or equal to 1"),
         ({"gpu_budgett": 8}, "search_space.gpu_budgett: unknown field; allowed: active_decode_blocks_threshold,"),
         ({"backend": ["trtllm"], "prefill_max_num_batched_tokens": [8192, 10000]}, "search_space.prefill_max_num_batched_tokens: 10000 is not a multiple of prefill_block_size 64; TensorRT-LLM's disagg KV cache transceiver requires it"),
@@ -179,6 +183,13 @@ def test_search_space_accepts_what_upstream_accepts():
     })).search_space
     assert space.backend == ["sglang"] and space.router_mode == ["round_robin"]
     assert space.parallel_configs == [{"prefill": {"tp": 2}, "decode": {"tp": 4, "replicas": 2}}]
+
+
+def test_admission_fields_under_round_robin_only_are_accepted_and_said_to_have_no_effect(config_warnings):
+    """Replay scores round_robin without admission control either way, and round_robin deploys none."""
+    SmartSearchConfig.from_mapping(base(search_space={"router_mode": ["round_robin"], "no_admission_control": True,
+                                                      "active_decode_blocks_threshold": 0.5}))
+    assert "active_decode_blocks_threshold, no_admission_control: has no effect under round_robin and is not deployed" in config_warnings.messages
 
 
 def test_a_config_is_frozen():

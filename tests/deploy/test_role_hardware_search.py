@@ -4,13 +4,20 @@ The e2e test runs a real search (AI Configurator's memory model, AIS timing tabl
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+import yaml
 from dgd_checks import candidate, components, unrolled
 
 from spica.config import SmartSearchConfig
 from spica.deploy.manifest import dynamo_manifest, gpu_node_selector
+from spica.evaluation.deployment import ReplayCall
+from spica.evaluation.replay import run_replay
+from spica.evaluation.score import objective_values
 from spica.evaluation.timing import ensure_table
+from spica.results.report import DEPLOY_TOP_N
 from spica.search import run_smart_search
 from spica.space.branches import worker_capacity
 from spica.space.capacity import MemorySettings
@@ -50,9 +57,16 @@ def mixed_search() -> SmartSearchConfig:
     })  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """The search run once, with the results folder it wrote, for the tests that read both."""
+    folder = tmp_path_factory.mktemp("mixed")
+    return run_smart_search(mixed_search(), results_dir=folder), folder
+
+
 @pytest.mark.e2e
-def test_a_mixed_hardware_disagg_search_sizes_times_and_places_each_role_on_its_system(tmp_path, dgd_validator) -> None:
-    results = run_smart_search(mixed_search(), results_dir=tmp_path)
+def test_a_mixed_hardware_disagg_search_sizes_times_and_places_each_role_on_its_system(mixed, dgd_validator) -> None:
+    results, _ = mixed
     ledger = results.ledger
     assert ledger and all(c.feasible for c in ledger)
     for c in ledger:  # within each system's budget, on each role's system
@@ -79,3 +93,25 @@ def test_a_mixed_hardware_disagg_search_sizes_times_and_places_each_role_on_its_
     manifest = dynamo_manifest(results[0])
     dgd_validator.validate(manifest)
     assert node_selectors(manifest) == {"frontend": None, "prefill": H100, "decode": H200}
+
+
+@pytest.mark.e2e
+def test_the_manifests_the_search_wrote_are_dynamo_graph_deployments_on_each_roles_gpus(mixed, dgd_validator) -> None:
+    """Read back from disk as kubectl would: what the writer serialised, not the dict before it."""
+    results, folder = mixed
+    written = sorted((folder / "deploy").glob("*/dynamo.yaml"))
+    assert written and [path.parent.name for path in written] == [f"{rank:02d}-{c.key}" for rank, c in enumerate(results[:DEPLOY_TOP_N], 1)]
+    for path in written:
+        manifest = yaml.safe_load(path.read_text())
+        dgd_validator.validate(manifest)
+        assert node_selectors(manifest) == {"frontend": None, "prefill": H100, "decode": H200}
+
+
+@pytest.mark.e2e
+def test_the_replay_json_the_search_wrote_reproduces_its_candidates_score(mixed) -> None:
+    """The README's promise, on a search's own file rather than a hand-built call."""
+    results, folder = mixed
+    saved = next((folder / "deploy").glob(f"01-{results[0].key}/replay.json"))
+    outcome = run_replay(ReplayCall.from_dict(json.loads(saved.read_text())))
+    assert outcome.status == "ok", outcome.message
+    assert objective_values(outcome.summary)["throughput_per_gpu"] == results[0].score

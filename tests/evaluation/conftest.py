@@ -1,18 +1,18 @@
-"""Candidates shaped like unroll's output (docs/unrolled-candidate.md) with plausible KV capacities.
-
-KV tokens per worker for Qwen3-32B on h200_sxm with vllm come from AI Configurator 0.12
-(TP1 261k, TP2 775k, TP4 1.80M; TP8 extrapolated).
+"""Candidates shaped like unroll's output (docs/unrolled-candidate.md) with the KV capacities a
+search gives them: KV tokens per worker for Qwen3-32B on h200_sxm with vLLM, from AI
+Configurator's memory model through Spica's own capacity function (TP1 249,856, TP2 751,488,
+TP4 1,755,264, TP8 3,760,576 with AI Configurator 0.12).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-KV_TOKENS = {1: 261_000, 2: 775_000, 4: 1_800_000, 8: 3_900_000}
 BACKEND_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14"}
 QWEN3_32B_KV_BYTES_PER_TOKEN = 64 * 2 * 8 * 128 * 2  # layers × (K,V) × kv heads × head dim × bf16
 
@@ -55,9 +55,19 @@ def _common(backend: str) -> dict[str, Any]:
     }
 
 
+@functools.cache
+def kv_capacity(tp: int) -> Any:
+    """A TP worker's KV pool at the engine settings _role gives every role (0.9, 8192, block 64)."""
+    from spica.space.branches import worker_capacity
+    from spica.space.capacity import MemorySettings
+    from spica.space.shapes import WorkerShape
+
+    return worker_capacity("Qwen/Qwen3-32B", "h200_sxm", "vllm", BACKEND_VERSIONS["vllm"], WorkerShape(tp=tp), MemorySettings(0.9, 8192), 64)
+
+
 def _role(role: str, tp: int, replicas: int, prefix_caching: bool, max_num_seqs: int) -> dict[str, Any]:
     shape = "" if role == "agg" else f"{role}_"
-    kv_tokens = KV_TOKENS[tp]
+    pool = kv_capacity(tp)
     return {
         f"{shape}tp": tp,
         f"{shape}pp": 1,
@@ -71,8 +81,8 @@ def _role(role: str, tp: int, replicas: int, prefix_caching: bool, max_num_seqs:
         f"{role}_block_size": 64,
         f"{role}_gpu_memory_utilization": 0.9,
         f"{role}_enable_prefix_caching": prefix_caching,
-        f"{role}_kv_capacity_tokens": kv_tokens,
-        f"{role}_num_gpu_blocks": kv_tokens // 64,
+        f"{role}_kv_capacity_tokens": pool.kv_tokens,
+        f"{role}_num_gpu_blocks": pool.num_gpu_blocks,
     }
 
 

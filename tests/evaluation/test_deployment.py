@@ -27,7 +27,7 @@ def test_agg_candidate_maps_to_engine_args_dynamo_accepts(agg_candidate):
     assert call.kwargs["num_workers"] == 3
     assert call.kwargs["replay_concurrency"] == 32
     assert (args["tensor_parallel_size"], args["dp_size"], args["startup_time"]) == (4, 1, 60.0)
-    assert engine["num_gpu_blocks"] == 1_800_000 // 64
+    assert engine["num_gpu_blocks"] == 27_426  # AI Configurator 0.12's 1,755,264 KV tokens of a TP4 worker, in blocks of 64
     assert engine["worker_type"] == "aggregated"
     assert engine["timing_model"]["config"] == {
         "model": "Qwen/Qwen3-32B",

@@ -7,6 +7,7 @@ time-averaged GPUs (gpu_hours / duration) fall below the static count.
 
 from __future__ import annotations
 
+import functools
 import json
 from types import SimpleNamespace
 
@@ -18,8 +19,17 @@ from spica.planner.config import planner_config, unroll_planner_fields
 pytestmark = pytest.mark.e2e
 
 MODEL, SYSTEM, BACKEND, TP = "Qwen/Qwen3-32B", "h200_sxm", "vllm", 2
-KV_TOKENS_TP2 = 775_000  # AI Configurator 0.12, Qwen3-32B TP2 on h200_sxm with vllm
 SLA = SimpleNamespace(ttft_ms=2000.0, itl_ms=50.0, e2e_ms=None)
+
+
+@functools.cache
+def num_gpu_blocks() -> int:
+    """A TP2 worker's KV pool as a search sizes it (AI Configurator's memory model, through Spica)."""
+    from spica.space.branches import worker_capacity
+    from spica.space.capacity import MemorySettings
+    from spica.space.shapes import WorkerShape
+
+    return worker_capacity(MODEL, SYSTEM, BACKEND, "0.24.0", WorkerShape(tp=TP), MemorySettings(0.9, 8192), 64).num_gpu_blocks
 
 
 def engine_args(worker_type: str) -> dict:
@@ -30,7 +40,7 @@ def engine_args(worker_type: str) -> dict:
         "engine": {
             "backend": BACKEND,
             "worker_type": worker_type,
-            "num_gpu_blocks": KV_TOKENS_TP2 // 64,
+            "num_gpu_blocks": num_gpu_blocks(),
             "block_size": 64,
             "max_num_seqs": 256,
             "max_num_batched_tokens": 8192,

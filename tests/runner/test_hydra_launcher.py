@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from hydra import compose, initialize_config_dir
+from results_checks import check_results_folder
 
 from spica.cli import CONF_DIR, register_schema
 
@@ -34,7 +35,8 @@ def test_a_multirun_on_slurm_runs_each_search_in_the_image(slurm_partition, runt
             "sweep.random_seed=1,2", *SMALL_SEARCH]
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=os.environ)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert all((sweep / job / "ledger.json").is_file() for job in ("0", "1"))
+    for job in ("0", "1"):
+        check_results_folder(sweep / job)
     sbatch = "".join(path.read_text() for path in (sweep / ".submitit").glob("*_submission.sh"))
     assert f"--entrypoint=/opt/spica/bin/python {runtime_image}" in sbatch
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from results_checks import check_results_folder
 
 import spica.plan
 from spica.config import SmartSearchConfig
@@ -38,7 +39,7 @@ def test_run_plan_in_the_image_with_only_the_plan_and_the_results_folder(runtime
     done = _run(runtime_image, plan.parent, tmp_path / "out", "run-plan", "/in/p.yaml", "-o", "/out")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "results: /out" in done.stdout
-    assert (tmp_path / "out" / "ledger.json").is_file()
+    assert check_results_folder(tmp_path / "out")[0]["status"] == "feasible"
 
 
 def test_a_config_file_search_in_the_image(runtime_image, tmp_path):
@@ -46,7 +47,7 @@ def test_a_config_file_search_in_the_image(runtime_image, tmp_path):
     (tmp_path / "cfg" / "search.yaml").write_text(yaml.safe_dump(CONFIG))
     done = _run(runtime_image, tmp_path / "cfg", tmp_path / "out", "--config-file", "/in/search.yaml", "results_dir=/out")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert (tmp_path / "out" / "best.csv").is_file()
+    assert check_results_folder(tmp_path / "out")[0]["status"] == "feasible"
 
 
 def _plan_dir(tmp_path: Path) -> Path:
@@ -67,7 +68,7 @@ def test_the_readme_command_line_writes_the_ledger_and_the_best_candidate(runtim
         best = list(csv.DictReader(rows))
     assert len(ledger) == 1 and ledger[0]["status"] == "feasible"
     assert [(row["rank"], row["key"], row["deployment"]) for row in best] == [("1", ledger[0]["key"], "agg vllm 1xtp1")]
-    assert (out / "deploy" / f"01-{ledger[0]['key']}" / "dynamo.yaml").is_file()
+    assert check_results_folder(out) == ledger
 
 
 def test_a_results_folder_mounted_without_U_is_one_line_naming_it_and_the_fix(runtime_image, tmp_path):

@@ -26,18 +26,34 @@ def _state() -> tuple[bytes | None, bytes | None]:
     return tuple(path.read_bytes() if path.exists() else None for path in (MAIN, DROP_IN))  # type: ignore[return-value]
 
 
-def test_outside_ci_nothing_of_the_hosts_config_changes(docker_host):
+@pytest.fixture
+def without_drop_in():
+    """The host as a fresh machine has it, without the drop-in (CI wrote it before the tests),
+    so a test sees whether podman.sh writes it; the host's own state is put back after."""
+    saved = DROP_IN.read_bytes() if DROP_IN.exists() else None
+    DROP_IN.unlink(missing_ok=True)
+    try:
+        yield
+    finally:
+        if saved is None:
+            DROP_IN.unlink(missing_ok=True)
+        else:
+            DROP_IN.write_bytes(saved)
+
+
+def test_outside_ci_nothing_of_the_hosts_config_changes(docker_host, without_drop_in):
     before = _state()
     _podman_sh(ci=False)
-    assert _state() == before
+    assert _state() == before and before[1] is None
 
 
 @pytest.mark.parametrize("how", ["CI=true", "--configure"])
-def test_in_ci_or_when_asked_the_settings_go_to_a_drop_in(docker_host, how):
+def test_in_ci_or_when_asked_the_settings_go_to_a_drop_in(docker_host, without_drop_in, how):
     main_before = _state()[0]
     _podman_sh(*(["--configure"] if how == "--configure" else []), ci=how == "CI=true")
     assert _state()[0] == main_before
-    assert 'runtime = "runc"' in DROP_IN.read_text()
+    assert DROP_IN.read_bytes() == (REPO / "containers" / "containers.conf").read_bytes()
+    assert 'default_ulimits = []' in DROP_IN.read_text() and DROP_IN.stat().st_mode & 0o777 == 0o644
 
 
 def test_a_caller_reading_its_output_gets_the_end_of_it_when_it_starts_the_service(docker_host, tmp_path):

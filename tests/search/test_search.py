@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from results_checks import check_results_folder
 
 from spica.config import SmartSearchConfig
 from spica.search import run_smart_search
@@ -61,6 +62,7 @@ def test_search_ranks_feasible_candidates_best_first(tmp_path):
     for name in ("ledger.json", "ledger.csv", "plot.png", "best.csv", "summary.json", "plan.yaml"):
         assert (tmp_path / name).stat().st_size > 0
     assert (tmp_path / "deploy").is_dir()
+    assert [entry["key"] for entry in check_results_folder(tmp_path)] == keys
 
 
 def test_overruns_are_told_as_infeasible_exceed_runtime_not_low_scores(tmp_path):

@@ -46,3 +46,21 @@ def test_capacities_are_cached_on_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     assert capacity.rank_capacities(*args, shapes + [WorkerShape(tp=8)])[WorkerShape(tp=8)].tokens > 0
     assert calls == shapes + [WorkerShape(tp=8)]
     assert first[WorkerShape(tp=4)].tokens > first[WorkerShape(tp=2)].tokens > 0
+
+
+def test_the_readmes_kv_figures_are_what_a_search_computes() -> None:
+    """README's quantization and mixed-hardware paragraphs quote one-GPU vLLM pools; each sentence
+    must hold the figures Spica's capacity function gives today (AI Configurator 0.12)."""
+    from pathlib import Path
+
+    from spica.space.branches import worker_capacity
+
+    def tokens(model: str, sku: str, quant: tuple[tuple[str, str], ...] = ()) -> int:
+        settings = MemorySettings(0.9, 8192, quant)
+        return worker_capacity(model, sku, "vllm", "0.24.0", WorkerShape(tp=1), settings, 64).kv_tokens
+
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    fp8, bf16 = (tokens("Qwen/Qwen3-32B", "h200_sxm", (("kvcache_quant_mode", mode),)) for mode in ("fp8", "bfloat16"))
+    assert f"for Qwen3-32B on one H200 with vLLM, fp8 holds {fp8:,} KV tokens to bfloat16's {bf16:,}." in readme
+    h100, h200 = (tokens("Qwen/Qwen3-32B-FP8", sku) for sku in ("h100_sxm", "h200_sxm"))
+    assert f"for Qwen3-32B-FP8 at TP1 with vLLM, an H100 holds {h100:,} KV tokens to an H200's {h200:,}." in readme
