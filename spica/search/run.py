@@ -355,7 +355,7 @@ def _search(
 
         shown = tell(sys.stdout, format_results(config, results, timings) + "\n")
         if write and shown:
-            tell(sys.stdout, f"results: {folder}\n")
+            tell(sys.stdout, f"results: {folder} (open {folder / 'report.html'} in a browser)\n")
     return results
 
 

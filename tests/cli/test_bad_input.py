@@ -441,25 +441,33 @@ def test_a_bug_is_a_traceback_with_a_report_hint_never_invalid_input(tmp_path, c
     assert err.strip().splitlines()[-1].startswith("spica: this is a bug in Spica, not a problem with your input (ValueError); please report it")
 
 
+INJECTED_BUG = """
+import sys
+import spica.search
+
+def broken(*args, **kwargs):
+    raise RuntimeError("an injected bug")
+
+spica.search.run_smart_search = broken
+from spica.__main__ import main
+sys.argv = ["spica", *sys.argv[1:]]
+main()
+"""
+
+
 @pytest.mark.parametrize("how", ["config-file", "hydra"])
-def test_a_bug_in_a_search_is_a_traceback_with_a_report_hint(tmp_path, capsys, monkeypatch, how):
-    """Both ways of starting a search: an exception nobody raised on purpose is exit 1 with its
-    traceback, never exit 2 "invalid input" (Hydra's own error handling is in between)."""
-    import spica.search
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("an injected bug")
-
-    monkeypatch.setattr(spica.search, "run_smart_search", broken)
-    monkeypatch.setattr(sys, "argv", ["spica"])
-    monkeypatch.chdir(tmp_path)
+def test_a_bug_in_a_search_is_a_traceback_with_a_report_hint(tmp_path, how):
+    """Both ways of starting a search, as the command runs (its own process: a Hydra app run in
+    the test process leaves its log handlers on the test's captured streams): an exception
+    nobody raised on purpose is exit 1 with its traceback, never exit 2 "invalid input" (Hydra's
+    own error handling is in between)."""
     config = tmp_path / "c.yaml"
     config.write_text(SPACE + LOAD)
     out = f"results_dir={tmp_path / 'out'}"
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--config-file", str(config), out] if how == "config-file" else [out])
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 1 and "invalid input" not in err
+    arguments = ["--config-file", str(config), out] if how == "config-file" else [out]
+    done = subprocess.run([sys.executable, "-c", INJECTED_BUG, *arguments], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    err = done.stderr
+    assert done.returncode == 1 and "invalid input" not in err
     assert "Traceback (most recent call last)" in err and "RuntimeError: an injected bug" in err
     assert err.strip().splitlines()[-1] == ("spica: this is a bug in Spica, not a problem with your input (RuntimeError); "
                                             "please report it with the traceback above and the command you ran")
