@@ -18,7 +18,7 @@ SEARCH_IMPORTS = (
     # the command, the search and its results (main process)
     "spica.__main__", "spica.cli", "spica.search.run", "spica.results.report", "spica.study.vizier_study", "spica.study.grid",
     "spica.space.__main__", "spica.planner.config", "spica.planner.predictors", "runner.slurm_pool",
-    "spica.study.optuna_tpe", "spica.calibrate", "spica.calibrate.aiperf",
+    "spica.study.optuna_tpe", "spica.calibrate", "spica.calibrate.aiperf", "spica.results.compare",
     # evaluation workers and the replay child
     "spica.evaluation.evaluate", "spica.evaluation.timing",
     # what those modules import inside functions, when first needed
