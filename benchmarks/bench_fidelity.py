@@ -17,7 +17,7 @@ group (model, system, backend, mode), and per isl/osl inside it:
   point is scored by factors fitted on it. Uncalibrated and held-out calibrated figures are
   reported apart; Spica ships no calibration fitted on these rows.
 
-Run:  PYTHONPATH=. .venv/bin/python benchmarks/bench_fidelity.py [--quick] [--calibrate] [--spread S]
+Run:  PYTHONPATH=. .venv/bin/python benchmarks/bench_fidelity.py [--quick] [--calibrate] [--spread S] [--client-start staggered]
 --quick: the five groups of the README's table, 12 points each (CI runs it).
 Writes benchmarks/results/fidelity.json (fidelity_quick.json with --quick) and prints the table.
 """
@@ -113,6 +113,7 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="the table's groups only, every point")
     parser.add_argument("--calibrate", action="store_true", help="also held-out calibrated figures (2-fold) per group")
     parser.add_argument("--spread", type=float, default=None, help="workload.length_spread for every replay")
+    parser.add_argument("--client-start", choices=["staggered"], default=None, help="workload.client_start for every replay")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
@@ -127,10 +128,12 @@ def main() -> None:
         groups = {group: random.Random(0).sample(groups[group], min(QUICK_POINTS, len(groups[group]))) for group in TABLE_GROUPS}
     elif args.table:
         groups = {group: groups[group] for group in TABLE_GROUPS}
-    report: dict[str, Any] = {"csv_rows": len(items), "unexpressible_rows": dict(skipped), "spread": args.spread, "groups": {}}
+    report: dict[str, Any] = {"csv_rows": len(items), "unexpressible_rows": dict(skipped), "spread": args.spread,
+                              "client_start": args.client_start, "groups": {}}
     pool = local_pool(args.workers, args.workers)
     try:
-        run = predictor(pool, **({"length_spread": args.spread} if args.spread is not None else {}))
+        options = {"length_spread": args.spread, "client_start": args.client_start}
+        run = predictor(pool, **{name: value for name, value in options.items() if value is not None})
         for group, members in sorted(groups.items(), key=lambda entry: -len(entry[1])):
             predictions = run(members, None)
             entry = {"points": len(members), **summary(predictions)}

@@ -94,7 +94,7 @@ class Plan:
             # an algorithm's own packages choose the candidates, they never score one
             "versions": {name: version for name, version in self.versions.items() if name in VERSIONED_PACKAGES},
             "trace_sha256": self.trace_sha256,
-            "workload": config.workload.model_dump(mode="json"),
+            "workload": _workload_body(config),
             "goal": config.goal.model_dump(mode="json"),
             "timing": config.sweep.timing,
             "arrival_seed": config.sweep.seed if config.workload.kind == "request_rate" or config.workload.length_spread else None,
@@ -119,6 +119,15 @@ class Plan:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.to_yaml())
         return path
+
+
+def _workload_body(config: SmartSearchConfig) -> dict[str, Any]:
+    """The workload as its results depend on it; client_start is absent at its default, so results
+    measured before it existed keep their fingerprint."""
+    workload = config.workload.model_dump(mode="json")
+    if workload.get("client_start") is None:
+        workload.pop("client_start", None)
+    return workload
 
 
 def _body(

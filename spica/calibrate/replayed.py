@@ -98,7 +98,7 @@ def bundled_name(model: str) -> str:
     return matches[0] if len(matches) == 1 else model
 
 
-def measured_config(point: Measurement, *, length_spread: float | None = None) -> SmartSearchConfig:
+def measured_config(point: Measurement, *, length_spread: float | None = None, client_start: str | None = None) -> SmartSearchConfig:
     """The SmartSearchConfig that pins `point` (UserError with the reason when it cannot)."""
     versions = capacity.perf_data_versions(point.system, point.backend)
     version = nearest_version(point.backend_version, versions)
@@ -129,6 +129,8 @@ def measured_config(point: Measurement, *, length_spread: float | None = None) -
                                 "num_request_ratio": count / point.concurrency}
     if length_spread is not None:
         workload["length_spread"] = length_spread
+    if client_start is not None:
+        workload["client_start"] = client_start
     data = {"search_space": space, "workload": workload, "goal": {"target": "throughput_per_gpu"}}
     try:
         return SmartSearchConfig.from_mapping(data)

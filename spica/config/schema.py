@@ -397,7 +397,7 @@ class SearchSpace(_Frozen):
 
 LOAD_FIELDS = ("trace_path", "request_rate", "concurrency", "kv_load_ratio")
 TRACE_ONLY = ("arrival_speedup_ratio", "replay_concurrency")
-SYNTHETIC_ONLY = ("isl", "osl", "num_request_ratio", "turns_per_session", "inter_turn_delay_ms", "length_spread")
+SYNTHETIC_ONLY = ("isl", "osl", "num_request_ratio", "turns_per_session", "inter_turn_delay_ms", "length_spread", "client_start")
 KV_LOAD_RATIO_RULE = "a number ≥ 0, or [min, max] under a pareto goal"
 CONCURRENCY_RULE = "a positive integer, or a list of them under a pareto goal"
 
@@ -455,6 +455,7 @@ class Workload(_Frozen):
     turns_per_session: PositiveInt = 1
     inter_turn_delay_ms: NonNegative = 0.0
     length_spread: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0  # Spica's own: each request's isl and osl uniform in L·[1−s, 1+s]
+    client_start: Literal["staggered"] | None = None  # Spica's own: null, every client at once (upstream); staggered
 
     @field_validator("trace_path")
     @classmethod
@@ -490,6 +491,8 @@ class Workload(_Frozen):
             raise ValueError(f"{missing[0]} is required for a synthetic workload")
         if self.length_spread > 0 and self.turns_per_session > 1:
             raise ValueError("length_spread applies to single-turn traffic; with turns_per_session > 1 leave it 0")
+        if self.client_start is not None and (self.request_rate is not None or self.turns_per_session > 1):
+            raise ValueError("client_start applies to a single-turn closed loop (concurrency or kv_load_ratio); leave it null here")
         return self
 
     @property

@@ -62,6 +62,7 @@ class WorkloadSpec:
     inter_turn_delay_ms: float = 0.0
     arrival_seed: int = 42
     length_spread: float = 0.0
+    client_start: str | None = None  # staggered: a closed loop whose clients start spread (spica.evaluation.traffic)
 
     def __post_init__(self) -> None:
         if self.kind == "trace":
@@ -69,8 +70,8 @@ class WorkloadSpec:
                 raise ValueError("workload.trace_path is required for a trace workload")
             if self.request_rate is not None:
                 raise ValueError("workload.request_rate applies only to a synthetic workload")
-            if self.turns_per_session != 1 or self.inter_turn_delay_ms != 0.0 or self.length_spread:
-                raise ValueError("workload.turns_per_session / inter_turn_delay_ms / length_spread apply only to a synthetic workload")
+            if self.turns_per_session != 1 or self.inter_turn_delay_ms != 0.0 or self.length_spread or self.client_start:
+                raise ValueError("workload.turns_per_session / inter_turn_delay_ms / length_spread / client_start apply only to a synthetic workload")
         elif self.kind == "synthetic":
             for name in ("isl", "osl", "request_count"):
                 value = getattr(self, name)
@@ -96,8 +97,8 @@ class ReplayCall:
     `kwargs` follow Dynamo's signature except three JSON stand-ins that `run_replay` converts:
     ``router_config`` is the keyword dict of a ``KvRouterConfig``; each role's timing model is
     direct AIS, replaced by the cached table when `timing` is "table"; and a synthetic call's
-    ``length_spread`` turns it into a trace replay of requests whose lengths are drawn
-    (`spica.evaluation.traffic`).
+    ``length_spread`` (lengths drawn) or ``client_start`` (clients started spread) turns it into
+    a trace replay of those requests (`spica.evaluation.traffic`).
     """
 
     function: ReplayFunction
@@ -277,4 +278,8 @@ def _workload_call(
     if workload.length_spread > 0:  # a stand-in: run_replay draws the lengths (spica.evaluation.traffic)
         kwargs["length_spread"] = float(workload.length_spread)
         kwargs.setdefault("arrival_seed", int(workload.arrival_seed))
+    if workload.client_start is not None:  # a stand-in too; a closed loop only (the schema checks)
+        if concurrency is None:
+            raise ValueError("workload.client_start applies only to a closed loop (concurrency or kv_load_ratio)")
+        kwargs["client_start"] = workload.client_start
     return "run_synthetic_trace_replay", (int(workload.isl), int(workload.osl), int(workload.request_count)), kwargs

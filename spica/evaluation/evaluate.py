@@ -61,6 +61,7 @@ def workload_spec(config: SmartSearchConfig) -> WorkloadSpec:
         inter_turn_delay_ms=workload.inter_turn_delay_ms,
         arrival_seed=config.sweep.seed,
         length_spread=workload.length_spread,
+        client_start=workload.client_start,
     )
 
 

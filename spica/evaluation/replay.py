@@ -34,7 +34,7 @@ from typing import Any, Iterator, Literal, Mapping
 
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args, mean_token_position
-from spica.evaluation.traffic import as_trace_call
+from spica.evaluation.traffic import STAND_INS, as_trace_call
 from spica.stops import starting_processes
 
 Status = Literal["ok", "failed", "timeout", "no_samples"]
@@ -70,7 +70,7 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
         return ReplayOutcome(status, time.perf_counter() - started, dict(summary or {}), reason, message)
 
     try:
-        if "length_spread" in call.kwargs:  # synthetic traffic of drawn lengths: replayed as its trace
+        if any(name in call.kwargs for name in STAND_INS):  # synthetic traffic Replay cannot draw: replayed as its trace
             function, args, kwargs = as_trace_call(call.args, call.kwargs)
             call = ReplayCall(function, args, kwargs, call.timing)
         token_position = _token_position(call) if call.timing == "table" else None

@@ -13,6 +13,11 @@ a trace replay of the drawn requests (a Mooncake file, content-addressed under
 loop at the same concurrency, or Poisson arrivals at the same rate), and no prefix shared
 between requests beyond what ``shared_prefix_ratio`` asks for. With spread 0 the trace replay
 gives exactly the synthetic call's summary (checked in tests/evaluation/test_traffic.py).
+
+``workload.client_start: staggered`` (a closed loop only) breaks the lock-step another way: the
+first request of client k of C answers round(osl·k/C) tokens, so the first answers end spread
+over one request's decoding and every later request, identical again, arrives into a steady
+state of staggered clients. docs/fidelity.md has what each start gives against measurements.
 """
 
 from __future__ import annotations
@@ -31,21 +36,28 @@ TRAFFIC_FORMAT = 1
 BLOCK_TOKENS = 512
 """Tokens per Mooncake hash id (Replay's default trace block size)."""
 SYNTHETIC_ONLY = ("request_rate", "arrival_seed", "arrival_interval_ms", "turns_per_session", "inter_turn_delay_ms",
-                  "shared_prefix_ratio", "num_prefix_groups", "length_spread")
+                  "shared_prefix_ratio", "num_prefix_groups", "length_spread", "client_start")
+STAND_INS = ("length_spread", "client_start")
+"""The synthetic call's keys that Replay lacks: a call holding one is replayed as its trace."""
 
 
 def traffic_cache_dir() -> Path:
     return cache_root() / "traffic"
 
 
-def drawn_lengths(isl: int, osl: int, count: int, spread: float, seed: int) -> list[tuple[int, int]]:
-    """(input, output) tokens of each request: uniform in L·[1−spread, 1+spread], at least 1."""
+def drawn_lengths(isl: int, osl: int, count: int, spread: float, seed: int, staggered: int | None = None) -> list[tuple[int, int]]:
+    """(input, output) tokens of each request: uniform in L·[1−spread, 1+spread], at least 1; with
+    `staggered` clients, the first request of client k answers that share k/C of its length."""
     rng = random.Random(f"spica-traffic-{seed}")
 
     def draw(length: int) -> int:
         return max(1, round(length * rng.uniform(1.0 - spread, 1.0 + spread)))
 
-    return [(draw(isl), draw(osl)) for _ in range(count)]
+    lengths = [(draw(isl), draw(osl)) for _ in range(count)]
+    for client in range(min(staggered or 0, count)):
+        prompt, answer = lengths[client]
+        lengths[client] = (prompt, max(1, round(answer * (client + 1) / staggered)))
+    return lengths
 
 
 def arrival_times_ms(count: int, rate: float | None, seed: int) -> list[float]:
@@ -60,14 +72,17 @@ def arrival_times_ms(count: int, rate: float | None, seed: int) -> list[float]:
     return times
 
 
-def drawn_trace(isl: int, osl: int, count: int, spread: float, seed: int, rate: float | None = None) -> Path:
+def drawn_trace(isl: int, osl: int, count: int, spread: float, seed: int, rate: float | None = None,
+                staggered: int | None = None) -> Path:
     """The Mooncake file of the drawn requests, written once (atomically) and reused."""
-    material = json.dumps({"format": TRAFFIC_FORMAT, "isl": isl, "osl": osl, "count": count, "spread": spread,
-                           "seed": seed, "rate": rate}, sort_keys=True)
+    shape = {"format": TRAFFIC_FORMAT, "isl": isl, "osl": osl, "count": count, "spread": spread, "seed": seed, "rate": rate}
+    if staggered:  # absent otherwise: the files drawn before it keep their names
+        shape["staggered"] = staggered
+    material = json.dumps(shape, sort_keys=True)
     path = traffic_cache_dir() / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.jsonl"
     if path.is_file():
         return path
-    lengths = drawn_lengths(isl, osl, count, spread, seed)
+    lengths = drawn_lengths(isl, osl, count, spread, seed, staggered)
     stride = max(-(-prompt // BLOCK_TOKENS) for prompt, _ in lengths)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
@@ -79,11 +94,14 @@ def drawn_trace(isl: int, osl: int, count: int, spread: float, seed: int, rate: 
 
 
 def as_trace_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
-    """A synthetic call with the ``length_spread`` stand-in, as the equivalent trace replay."""
+    """A synthetic call with a stand-in (STAND_INS), as the equivalent trace replay."""
     isl, osl, count = (int(value) for value in args)
     rate = kwargs.get("request_rate")
-    path = drawn_trace(isl, osl, count, float(kwargs["length_spread"]), int(kwargs.get("arrival_seed", 42)),
-                       float(rate) if rate is not None else None)
+    staggered = kwargs.get("replay_concurrency") if kwargs.get("client_start") == "staggered" else None
+    if kwargs.get("client_start") not in (None, "staggered") or (kwargs.get("client_start") and staggered is None):
+        raise ValueError(f"client_start: {kwargs.get('client_start')!r} needs a closed loop (replay_concurrency) and is one of: staggered")
+    path = drawn_trace(isl, osl, count, float(kwargs.get("length_spread", 0.0)), int(kwargs.get("arrival_seed", 42)),
+                       float(rate) if rate is not None else None, int(staggered) if staggered else None)
     converted = {key: value for key, value in kwargs.items() if key not in SYNTHETIC_ONLY}
     converted["trace_format"] = "mooncake"
     if kwargs.get("shared_prefix_ratio"):

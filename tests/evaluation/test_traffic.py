@@ -1,9 +1,10 @@
-"""Synthetic traffic of drawn lengths (workload.length_spread), replayed as its trace."""
+"""Synthetic traffic Replay cannot draw (workload.length_spread, workload.client_start), replayed as its trace."""
 
 from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -74,3 +75,42 @@ def test_the_spread_is_a_synthetic_single_turn_field():
         with pytest.raises(ConfigError) as error:
             SmartSearchConfig.from_mapping({**base, "workload": workload})
         assert expected in error.value.lines[0]
+
+
+def test_a_staggered_start_ramps_the_first_answers_then_sends_identical_requests():
+    lengths = drawn_lengths(2000, 200, 40, 0.0, seed=1, staggered=8)
+    assert [answer for _, answer in lengths[:8]] == [25, 50, 75, 100, 125, 150, 175, 200]
+    assert set(lengths[8:]) == {(2000, 200)} and {prompt for prompt, _ in lengths} == {2000}
+
+
+def test_staggered_clients_leave_the_lock_step_and_are_one_line_elsewhere(agg_candidate):
+    """Every client at once, identical requests stay in lock-step (each wave prefilled as one
+    burst); started spread, the later identical requests arrive one by one, and TTFT falls."""
+    candidate = agg_candidate(tp=2, replicas=1)
+    together = run_replay(build_replay_call(candidate, synthetic(0.0)))
+    call = build_replay_call(candidate, replace(synthetic(0.0), client_start="staggered"))
+    assert call.kwargs["client_start"] == "staggered" and call.kwargs["replay_concurrency"] == 16
+    staggered = run_replay(call)
+    assert staggered.status == "ok" and staggered.summary["completed_requests"] == 160
+    assert staggered.summary["mean_ttft_ms"] < 0.6 * together.summary["mean_ttft_ms"]
+    with pytest.raises(ValueError, match="client_start applies only to a closed loop"):
+        build_replay_call(candidate, replace(synthetic(0.0, concurrency=None, rate=4.0), client_start="staggered"))
+    base = {"search_space": {"model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm"}, "goal": {"target": "throughput_per_gpu"}}
+    for workload, expected in [
+        ({"isl": 100, "osl": 10, "request_rate": 2.0, "num_request_ratio": 2, "client_start": "staggered"}, "client_start applies to a single-turn closed loop"),
+        ({"isl": 100, "osl": 10, "concurrency": 4, "num_request_ratio": 2, "client_start": "spread"}, "workload.client_start"),
+    ]:
+        with pytest.raises(ConfigError) as error:
+            SmartSearchConfig.from_mapping({**base, "workload": workload})
+        assert expected in error.value.lines[0]
+
+
+def test_the_default_start_is_left_out_of_the_plan_and_a_staggered_one_scores_apart():
+    from spica.plan import compile_plan
+
+    base = {"search_space": {"model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm"}, "goal": {"target": "throughput_per_gpu"},
+            "workload": {"isl": 100, "osl": 10, "concurrency": 4, "num_request_ratio": 2}}
+    plan = compile_plan(SmartSearchConfig.from_mapping(base))
+    assert "client_start" not in plan.to_yaml()
+    staggered = compile_plan(SmartSearchConfig.from_mapping({**base, "workload": {**base["workload"], "client_start": "staggered"}}))
+    assert staggered.scores_fingerprint != plan.scores_fingerprint and staggered.fingerprint != plan.fingerprint
