@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from spica.deploy.flags import SGLANG_BOOTSTRAP_PORT, Worker, cli_words, compact_json, vllm_kv_transfer
-from spica.unrolled import Pool
+from spica.core.unrolled import Pool
 
 if TYPE_CHECKING:
     from spica.space.shapes import ModelInfo, WorkerShape

@@ -28,12 +28,12 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from spica.config import ConfigError, SmartSearchConfig
-from spica.errors import SearchError, UserError
+from spica.core.errors import SearchError, UserError
 from spica.executors import EXECUTORS
 from spica.results.outcome import SearchResults
-from spica.search.progress import flush_output, tell
-from spica.startup import collect_less
-from spica.stops import stop_message, stop_signals
+from spica.core.console import flush_output, tell
+from spica.core.startup import collect_less
+from spica.core.stops import stop_message, stop_signals
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -165,7 +165,7 @@ def _stopped(exc: KeyboardInterrupt, hint: str = "") -> NoReturn:
 @contextlib.contextmanager
 def _resumable(again_with: str) -> Iterator[None]:
     """Ctrl-C or SIGTERM during a search: one line saying how to resume, exit 130 (143 for
-    SIGTERM); what the search started is shut down on the way out (spica/stops.py)."""
+    SIGTERM); what the search started is shut down on the way out (spica/core/stops.py)."""
     with stop_signals():
         try:
             yield
@@ -374,7 +374,7 @@ COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_sp
 def main(argv: Sequence[str] | None = None) -> None:
     """The `spica` command. Called without `argv` (the command itself, from its entry
     spica/__main__.py, which holds Ctrl-C and SIGTERM for its whole run; not a caller's library
-    use), it collects garbage less often (spica/startup.py) and ends, once its output is
+    use), it collects garbage less often (spica/core/startup.py) and ends, once its output is
     flushed, without interpreter finalization (`_leave`)."""
     explicit = argv is not None
     if explicit:

@@ -19,7 +19,7 @@ import yaml
 
 from spica.config import ConfigError, SLATarget, SmartSearchConfig
 from spica.config.schema import load_yaml
-from spica.errors import UserError
+from spica.core.errors import UserError
 from spica.planner.policies import filter_scaling_policies
 from spica.study.algorithms import ALGORITHMS
 

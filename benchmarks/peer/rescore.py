@@ -63,8 +63,9 @@ from spica.search.unroll import unroll
 from spica.space.branches import BackendFit, ParallelConfig, RolePool, worker_capacity
 from spica.space.cache import atomic_write_text
 from spica.space.capacity import MemorySettings
-from spica.space.shapes import SHAPE_KEYS, WorkerShape
-from spica.unrolled import ROLES, Unrolled, shape_prefix
+from spica.core.unrolled import SHAPE_KEYS
+from spica.space.shapes import WorkerShape
+from spica.core.unrolled import ROLES, Unrolled, shape_prefix
 
 PEER = "aisimulate recommend (aisimulate 0.13.0.dev202610130000000070, ai-dynamo 1.6.1), benchmarks/peer/{}.yaml"
 ROUTER_SECTION = "dynamo.router"  # the peer's adapter that holds a candidate's router

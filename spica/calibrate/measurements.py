@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from spica.errors import UserError
+from spica.core.errors import UserError
+from spica.core.unrolled import MODES
 from spica.space.branches import RolePool
 from spica.space.shapes import WorkerShape
 
@@ -36,7 +37,6 @@ SILICON_COLUMNS = (
     "moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms",
 )
 ROLE_COLUMNS = ("num_workers", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
-MODES = ("agg", "disagg")
 
 
 @dataclass(frozen=True)

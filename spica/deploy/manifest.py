@@ -30,13 +30,12 @@ from spica.deploy.settings import DeploySettings, deploy_settings, k8s_name_prob
 from spica.deploy.versions import DYNAMO_VERSION, runtime_engine_version
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.planner.config import SlaLike, planner_config
-from spica.quant import QUANT_NAMES
-from spica.quiet import quieted
+from spica.core.quant import QUANT_NAMES
+from spica.core.quiet import quieted
 from spica.space.capacity import checkpoint_quant_modes
-from spica.results.ledger import Candidate
-from spica.unrolled import Pool, Unrolled
+from spica.core.candidate import Candidate
+from spica.core.unrolled import MODES, Pool, Unrolled
 
-MODES = ("agg", "disagg")
 COMPONENT_TYPES = {"agg": "worker", "prefill": "prefill", "decode": "decode"}
 PLANNER_IMAGE = "dynamo-planner"
 FPM_PORT = "20380"  # dynamo.vllm.envs.DEFAULT_FORWARDPASS_METRIC_PORT; the three backends read it

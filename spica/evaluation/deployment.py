@@ -32,7 +32,7 @@ from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
 from spica.planner.config import SlaLike
 from spica.space.shapes import WorkerShape
 from spica.space.timeable import ais_identity
-from spica.unrolled import Unrolled
+from spica.core.unrolled import Unrolled
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
 

@@ -17,7 +17,7 @@ from spica.evaluation import score
 from spica.evaluation.deployment import WorkloadSpec, build_replay_call
 from spica.evaluation.replay import run_replay
 from spica.planner.config import PlannerConfigError, planner_config
-from spica.unrolled import Unrolled
+from spica.core.unrolled import Unrolled
 
 
 @dataclass(frozen=True)

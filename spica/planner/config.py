@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
 from spica.config.presets import PREDICTOR_FAMILY_FIELDS
-from spica.quiet import quieted
-from spica.unrolled import Unrolled
+from spica.core.quiet import quieted
+from spica.core.unrolled import Unrolled
 
 if TYPE_CHECKING:
     from dynamo.planner.config.planner_config import PlannerConfig

@@ -225,7 +225,7 @@ def cached_predictor_sub_sweep(
     """
     import hashlib
 
-    from spica.paths import cache_root
+    from spica.core.paths import cache_root
     from spica.space.cache import atomic_write_text
 
     if trace_path is None or not has_throughput_scaling or not intervals:

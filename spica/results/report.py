@@ -28,7 +28,8 @@ from spica.deploy.settings import DeploySettings
 from spica.deploy.versions import engine_versions
 from spica.evaluation.score import MINIMIZED
 from spica.plan import Plan
-from spica.results.ledger import Candidate, write_ledger
+from spica.core.candidate import Candidate
+from spica.results.ledger import write_ledger
 from spica.results.outcome import SearchResults
 from spica.results.page import write_report
 from spica.results.plot import plot_results

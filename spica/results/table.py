@@ -8,8 +8,8 @@ from spica.config import SmartSearchConfig
 from spica.config.schema import SLA_METRICS
 from spica.deploy.versions import engine_versions, version_note
 from spica.evaluation.calibration import describe as describe_calibration
-from spica.goals import GOALS
-from spica.results.ledger import Candidate
+from spica.core.goals import GOALS
+from spica.core.candidate import Candidate
 from spica.results.outcome import SearchResults
 from spica.search.branches import scale_free
 from spica.search.clocks import idle_core_share, idle_shares

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 from spica.config import ConfigError
 from spica.evaluation.evaluate import Evaluation
-from spica.paths import cache_root
+from spica.core.paths import cache_root
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from spica.errors import DeadPoolError
-from spica.stops import starting_processes, stop_arrived
+from spica.core.errors import DeadPoolError
+from spica.core.stops import starting_processes, stop_arrived
 
 DEAD_POOL_MESSAGE = (
     "the evaluation worker pool died. Worker processes are spawned and re-import your script: "

@@ -58,7 +58,8 @@ from spica.config import SweepConfig
 from spica.evaluation import score
 from spica.evaluation.evaluate import Evaluation, evaluate_task, request_count
 from spica.plan import Plan
-from spica.results.ledger import STATUSES, Candidate, Journal
+from spica.core.candidate import STATUSES, Candidate
+from spica.results.ledger import Journal
 from spica.search.clocks import OptimizerClock, WorkerClock
 from spica.search.draws import Draws
 from spica.search.dimensions import Knob, knob_values

@@ -18,7 +18,7 @@ from spica.backends import backend as backend_record
 from spica.space import cache
 from spica.space.capacity import ais_version
 from spica.space.shapes import WorkerShape
-from spica.unrolled import WORKER_TYPES
+from spica.core.unrolled import WORKER_TYPES
 
 PROBE_PASSES = (
     {"num_prefill_requests": 1, "sum_prefill_tokens": 128, "sum_prefill_kv_tokens": 0},

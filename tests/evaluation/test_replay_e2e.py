@@ -181,7 +181,7 @@ def test_a_timing_table_lost_under_the_replay_is_rebuilt(agg_candidate, monkeypa
 
 
 def test_a_timing_cache_that_cannot_be_written_fails_as_transient(agg_candidate, tmp_path: Path, monkeypatch):
-    from spica.results.ledger import Candidate
+    from spica.core.candidate import Candidate
 
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("SPICA_CACHE_DIR", str(tmp_path / "file" / "cache"))  # a cache under a file

@@ -25,7 +25,7 @@ import pytest
 import spica.plan
 from runner.launch import collect, submit_plan
 from spica.config import SmartSearchConfig
-from spica.results.ledger import TRANSIENT_REASONS
+from spica.core.candidate import TRANSIENT_REASONS
 
 pytestmark = pytest.mark.e2e
 
