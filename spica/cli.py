@@ -29,7 +29,8 @@ from omegaconf.errors import MissingMandatoryValue
 
 from spica.config import ConfigError, SmartSearchConfig
 from spica.core.errors import SearchError, UserError
-from spica.executors import EXECUTORS
+from spica.core.lazy import load
+from spica.config.executors import EXECUTORS
 from spica.results.outcome import SearchResults
 from spica.core.console import flush_output, tell
 from spica.core.startup import collect_less
@@ -123,7 +124,8 @@ def evaluation_pool(settings: EvaluationSettings, results_dir: str | None, trace
     entry = EXECUTORS[settings.executor]
     if entry.pool is None:
         return None
-    return entry.pool(settings.executor_settings(), Path(results_dir or ".") / entry.name, (trace_path,) if trace_path else ())
+    mounts = (trace_path,) if trace_path else ()
+    return load(entry.pool)(Path(results_dir or ".") / entry.name, mounts=mounts, **settings.executor_settings().model_dump())
 
 
 def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir: str | None) -> None:

@@ -1,6 +1,6 @@
 """What every pod's command line is built from: the candidate's pool record (spica/core/unrolled.py) and
 the worker record read beside it, the CLI-word helper, vLLM's KV transfer config, and the frontend's router flags.
-Each backend's own worker flags are its registry entry's builder (`spica.backends`).
+Each backend's own worker flags are its builder in spica/deploy/engines.py.
 
 The model flags (`--model` / `--model-path`, `--served-model-name`) are not here: Dynamo's
 config modifiers set them (`BaseConfigModifier.update_model`) when the manifest is built.

@@ -34,6 +34,7 @@ from spica.core.quant import QUANT_NAMES
 from spica.core.quiet import quieted
 from spica.space.capacity import checkpoint_quant_modes
 from spica.core.candidate import Candidate
+from spica.core.lazy import load
 from spica.core.unrolled import MODES, Pool, Unrolled
 
 COMPONENT_TYPES = {"agg": "worker", "prefill": "prefill", "decode": "decode"}
@@ -149,7 +150,7 @@ def dynamo_manifest(
         )
         for role, pool in pools.items()
     }
-    args = {role: record.engine_args(pool, workers[role]) for role, pool in pools.items()}
+    args = {role: load(record.engine_args)(pool, workers[role]) for role, pool in pools.items()}
     frontend = flags.frontend_args(u)
 
     config_modifiers, dgd = flags.profiler_modules()
