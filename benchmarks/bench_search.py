@@ -56,7 +56,7 @@ from spica.evaluation import score
 from spica.evaluation.score import hypervolume_2d
 from spica.core.candidate import Candidate
 from spica.search.branches import branches_for, searched_branch
-from spica.search.clocks import idle_core_share, idle_shares
+from spica.results.table import idle_core_share, idle_shares
 from spica.search.dimensions import branch_knobs
 from spica.search.run import KV_LOAD_LEVELS, _grid_size
 

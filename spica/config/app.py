@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model, model_vali
 
 from spica.config.errors import ConfigError, format_validation_error
 from spica.config.schema import LOAD_FIELDS, OptimizationGoal, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
-from spica.deploy.settings import DeploySettings
+from spica.config.deploy import DeploySettings
 from spica.config.executors import EXECUTORS, NAMES, settings_fields
 
 
@@ -54,7 +54,7 @@ class AppSettings(_Frozen):
 
     results_dir: str | None = None  # null: Hydra's run directory
     evaluation: EvaluationSettings = EvaluationSettings()
-    deploy: DeploySettings = DeploySettings()  # the manifests' cluster side (spica/deploy/settings.py)
+    deploy: DeploySettings = DeploySettings()  # the manifests' cluster side (spica/config/deploy.py)
 
 
 APP_KEYS = tuple(AppSettings.model_fields)

@@ -26,8 +26,8 @@ import yaml
 
 from spica import backends
 from spica.deploy import flags
-from spica.deploy.settings import DeploySettings, deploy_settings, k8s_name_problem
-from spica.deploy.versions import DYNAMO_VERSION, runtime_engine_version
+from spica.config.deploy import DYNAMO_VERSION, DeploySettings, deploy_settings, k8s_name_problem
+from spica.deploy.versions import runtime_engine_version
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.planner.config import SlaLike, planner_config
 from spica.core.quant import QUANT_NAMES

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 from spica.config.presets import PREDICTOR_FAMILY_FIELDS
 from spica.core.quiet import quieted
 from spica.core.unrolled import Unrolled
+from spica.space.timeable import ais_perf_config
 
 if TYPE_CHECKING:
     from dynamo.planner.config.planner_config import PlannerConfig
@@ -137,9 +138,6 @@ def unroll_planner_fields(
 def _ais_perf_model(view: Unrolled) -> dict[str, Any]:
     """The AIS identity of each role's engine, the one Replay times it with (and seeds the replayed
     Planner from): without it a deployed Planner would start with no performance model."""
-    # Imported here: spica.evaluation.deployment imports this module for SlaLike.
-    from spica.evaluation.deployment import ais_perf_config
-
     return {"roles": {pool.worker_type: ais_perf_config(view, pool.role) for pool in view.pools}}
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from spica.deploy.manifest import manifest_yaml
-from spica.deploy.settings import DeploySettings
+from spica.config.deploy import DeploySettings
 from spica.deploy.versions import engine_versions
 from spica.evaluation.score import MINIMIZED
 from spica.plan import Plan

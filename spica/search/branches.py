@@ -23,9 +23,8 @@ import math
 from spica.config import ConfigError, SmartSearchConfig
 from spica.config.trace import warn_if_longer_than
 from spica.core.errors import UserError
-from spica.core.goals import GOALS
 from spica.core.unrolled import EVERY_ROLE
-from spica.planner.policies import is_static
+from spica.plan import scale_free
 from spica.space.branches import Branch, ParallelConfig, SpaceRequest, enumerate_branches
 from spica.space.table import format_pool_table
 
@@ -70,18 +69,6 @@ def branches_for(config: SmartSearchConfig) -> list[Branch]:
 
 def format_branches(branches: list[Branch]) -> str:
     return format_pool_table(branches)
-
-
-def scale_free(config: SmartSearchConfig) -> bool:
-    """Whether scaling a deployment's replicas (and, with them, its load) leaves its scores alone."""
-    space, goal = config.search_space, config.goal
-    return (
-        config.workload.kind == "kv_load_ratio"
-        and list(space.router_mode) == ["round_robin"]
-        and all(is_static(fields) for _, fields in space.scaling_policies())
-        and not any(GOALS[name].extensive for name in goal.objectives)
-        and goal.min_goodput_rps is None
-    )
 
 
 def searched_branch(config: SmartSearchConfig, branch: Branch) -> Branch:

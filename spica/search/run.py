@@ -19,7 +19,7 @@ import numpy as np
 from spica.config import ConfigError, SmartSearchConfig
 from spica.core.errors import UserError
 from spica.evaluation.calibration import for_search, load_calibration
-from spica.deploy.settings import DeploySettings
+from spica.config.deploy import DeploySettings
 from spica.evaluation import score
 from spica.plan import Plan, compile_plan
 from spica.planner.policies import is_static
