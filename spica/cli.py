@@ -28,14 +28,14 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from spica.config import ConfigError, SmartSearchConfig
+from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
+from spica.config.executors import EXECUTORS
+from spica.core.console import flush_output, tell
 from spica.core.errors import SearchError, UserError
 from spica.core.lazy import load
-from spica.config.executors import EXECUTORS
-from spica.results.outcome import SearchResults
-from spica.core.console import flush_output, tell
 from spica.core.startup import collect_less
 from spica.core.stops import stop_message, stop_signals
-from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
+from spica.results.outcome import SearchResults
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("model", "system", "backend", "mode", "router", "planner", "quant", "speculation", "workload", "goal", "sweep")

@@ -15,8 +15,8 @@ from runner import probe
 from runner.executors import make_executor
 from runner.slurm_pool import SlurmPool
 from spica import cli
-from spica.config import executors
 from spica.cli import evaluation_pool
+from spica.config import executors
 from spica.config.app import EvaluationSettings, split_app_settings
 from spica.config.errors import ConfigError
 

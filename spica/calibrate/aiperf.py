@@ -18,9 +18,9 @@ from typing import Any
 
 from spica.calibrate.measurements import Measurement
 from spica.core.errors import UserError
+from spica.core.unrolled import Unrolled
 from spica.space.branches import RolePool
 from spica.space.shapes import WorkerShape
-from spica.core.unrolled import Unrolled
 
 CANDIDATE_FILE = "candidate.json"
 

@@ -13,10 +13,10 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, Field, ValidationError, create_model, model_validator
 
-from spica.config.errors import ConfigError, format_validation_error
-from spica.config.schema import LOAD_FIELDS, OptimizationGoal, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
 from spica.config.deploy import DeploySettings
+from spica.config.errors import ConfigError, format_validation_error
 from spica.config.executors import EXECUTORS, NAMES, settings_fields
+from spica.config.schema import LOAD_FIELDS, OptimizationGoal, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
 
 
 class _Evaluation(_Frozen):

@@ -30,10 +30,10 @@ from pydantic import (
 
 from spica import backends
 from spica.config import composites, presets
-from spica.core.quant import QUANT_NAMES, known_modes
 from spica.config.errors import ConfigError, format_validation_error
 from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace, warn_if_longer_than
 from spica.core.goals import GOALS, PARETO, Goal, PlannerTarget
+from spica.core.quant import QUANT_NAMES, known_modes
 from spica.core.unrolled import SHAPE_KEYS, Mode
 from spica.study.algorithms import ALGORITHMS, VIZIER_DESIGNERS
 

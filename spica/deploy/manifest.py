@@ -25,17 +25,17 @@ from typing import Any, Mapping
 import yaml
 
 from spica import backends
-from spica.deploy import flags
 from spica.config.deploy import DYNAMO_VERSION, DeploySettings, deploy_settings, k8s_name_problem
+from spica.core.candidate import Candidate
+from spica.core.lazy import load
+from spica.core.quant import QUANT_NAMES
+from spica.core.quiet import quieted
+from spica.core.unrolled import MODES, Pool, Unrolled
+from spica.deploy import flags
 from spica.deploy.versions import runtime_engine_version
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.planner.config import SlaLike, planner_config
-from spica.core.quant import QUANT_NAMES
-from spica.core.quiet import quieted
 from spica.space.capacity import checkpoint_quant_modes
-from spica.core.candidate import Candidate
-from spica.core.lazy import load
-from spica.core.unrolled import MODES, Pool, Unrolled
 
 COMPONENT_TYPES = {"agg": "worker", "prefill": "prefill", "decode": "decode"}
 PLANNER_IMAGE = "dynamo-planner"

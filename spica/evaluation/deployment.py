@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 from spica import backends
+from spica.core.unrolled import Unrolled
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
 from spica.planner.config import SlaLike
 from spica.space.timeable import ais_perf_config
-from spica.core.unrolled import Unrolled
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
+from spica.core.unrolled import Unrolled
 from spica.evaluation import score
 from spica.evaluation.deployment import WorkloadSpec, build_replay_call
 from spica.evaluation.replay import capped_worker, run_replay
 from spica.planner.config import PlannerConfigError, planner_config
-from spica.core.unrolled import Unrolled
 
 
 @dataclass(frozen=True)

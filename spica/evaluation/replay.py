@@ -32,10 +32,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping
 
+from spica.core.stops import starting_processes
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args, mean_token_position
 from spica.evaluation.traffic import as_trace_call
-from spica.core.stops import starting_processes
 
 Status = Literal["ok", "failed", "timeout", "no_samples"]
 ENGINE_ARG_KEYS = ("extra_engine_args", "prefill_engine_args", "decode_engine_args")

@@ -6,12 +6,12 @@ from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
 from spica.config.schema import SLA_METRICS
+from spica.core.candidate import Candidate
+from spica.core.goals import GOALS
 from spica.deploy.versions import engine_versions, version_note
 from spica.evaluation.calibration import describe as describe_calibration
-from spica.core.goals import GOALS
-from spica.core.candidate import Candidate
-from spica.results.outcome import SearchResults
 from spica.plan import scale_free
+from spica.results.outcome import SearchResults
 
 UNITS = {name: goal.unit for name, goal in GOALS.items()}
 TOP_N = 10

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from spica.config import ConfigError
-from spica.evaluation.evaluate import Evaluation
 from spica.core.paths import cache_root
+from spica.evaluation.evaluate import Evaluation
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ import sys
 import time
 from typing import TextIO
 
+from spica.core.candidate import Candidate
 from spica.core.console import tell
 from spica.evaluation.score import pareto_front, signed_score
-from spica.core.candidate import Candidate
 
 
 class Progress:

@@ -17,10 +17,10 @@ import math
 from typing import Any, Iterable, Mapping
 
 from spica.backends import backend as backend_record
+from spica.core.unrolled import WORKER_TYPES, Unrolled
 from spica.space import cache
 from spica.space.capacity import ais_version
 from spica.space.shapes import WorkerShape
-from spica.core.unrolled import WORKER_TYPES, Unrolled
 
 PROBE_PASSES = (
     {"num_prefill_requests": 1, "sum_prefill_tokens": 128, "sum_prefill_kv_tokens": 0},

@@ -18,8 +18,8 @@ from vizier.service import pyvizier as svz
 
 from spica.study import engine, fast_designer, vizier_space
 from spica.study.base import AskPlan, RecordedTrials, Trial, check_ask_count
-from spica.study.points import PointSet
 from spica.study.params import Objective, Param, Suggestion, check_objectives, check_params, coerce_point, point_key
+from spica.study.points import PointSet
 
 
 class VizierStudy(RecordedTrials):

@@ -9,9 +9,9 @@ from vizier import pyvizier as vz
 
 from spica.study import fast_designer
 from spica.study.base import AskPlan
-from spica.study.points import PointSet, quasi_random_suggestions
 from spica.study.fast_designer import FastDesigner, FastSettings, warm_up
 from spica.study.params import Objective, Param
+from spica.study.points import PointSet, quasi_random_suggestions
 from spica.study.vizier_space import problem_statement, to_vizier
 
 PARAMS = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from vizier import pyvizier as vz
 
-from spica.study.points import PointSet, feature_converter, features_of, parameter_key
 from spica.study.params import Objective, Param
+from spica.study.points import PointSet, feature_converter, features_of, parameter_key
 from spica.study.vizier_space import problem_statement, to_vizier
 
 PARAMS = [
