@@ -30,11 +30,12 @@ from spica.core.candidate import Candidate
 from spica.core.lazy import load
 from spica.core.quant import QUANT_NAMES
 from spica.core.quiet import quieted
+from spica.core.sla import SlaLike
 from spica.core.unrolled import MODES, Pool, Unrolled
 from spica.deploy import flags
 from spica.deploy.versions import runtime_engine_version
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
-from spica.planner.config import SlaLike, planner_config
+from spica.planner.config import planner_config
 from spica.space.capacity import checkpoint_quant_modes
 
 COMPONENT_TYPES = {"agg": "worker", "prefill": "prefill", "decode": "decode"}

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 from spica import backends
+from spica.core.sla import SlaLike
 from spica.core.unrolled import Unrolled
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
-from spica.planner.config import SlaLike
 from spica.space.timeable import ais_perf_config
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
@@ -79,13 +79,6 @@ class WorkloadSpec:
                 raise ValueError("workload: set request_rate (open loop) or concurrency (closed loop), not both")
         else:
             raise ValueError(f"workload.kind: {self.kind!r} is not one of trace, synthetic")
-
-
-@dataclass(frozen=True)
-class SlaBounds:
-    ttft_ms: float | None = None
-    itl_ms: float | None = None
-    e2e_ms: float | None = None
 
 
 @dataclass(frozen=True)

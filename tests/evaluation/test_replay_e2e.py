@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from spica.evaluation.deployment import ReplayCall, SlaBounds, WorkloadSpec, build_replay_call
+from spica.core.sla import SlaBounds
+from spica.evaluation.deployment import ReplayCall, WorkloadSpec, build_replay_call
 from spica.evaluation.replay import capped_worker, run_replay
 from spica.evaluation.score import objective_values, provisioned_gpus
 
