@@ -42,8 +42,8 @@ from pathlib import Path
 
 from bench_search import PEER, REPO, RESULTS, _earlier, load, measure_in_new_process, read_results, refuse_existing, summary
 from spica.config import SmartSearchConfig
+from spica.core.unrolled import Unrolled
 from spica.evaluation.evaluate import evaluate
-from spica.unrolled import Unrolled
 
 OUT = REPO / "benchmarks" / "results" / "peer_side_by_side.json"
 REPLAYS = 5  # each best replayed this many times: a kv_router candidate's score varies run to run

@@ -52,11 +52,11 @@ from pathlib import Path
 
 from spica.cli import EXIT_NOTHING_FEASIBLE, compose
 from spica.config import SmartSearchConfig
+from spica.core.candidate import Candidate
 from spica.evaluation import score
 from spica.evaluation.score import hypervolume_2d
-from spica.results.ledger import Candidate
+from spica.results.table import idle_core_share, idle_shares
 from spica.search.branches import branches_for, searched_branch
-from spica.search.clocks import idle_core_share, idle_shares
 from spica.search.dimensions import branch_knobs
 from spica.search.run import KV_LOAD_LEVELS, _grid_size
 

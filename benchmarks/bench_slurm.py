@@ -63,7 +63,7 @@ def _dispatch(times: list[tuple[datetime, datetime, datetime]]) -> list[float]:
 def _timed(pool: Any, tasks: list[Any]) -> dict[str, Any]:
     """Seconds to submit and to finish all tasks, when each result arrived (epoch), the results."""
     from spica.evaluation.evaluate import evaluate_task
-    from spica.evaluation.replay import prepare_worker
+    from spica.evaluation.evaluate import prepare_worker
 
     started = time.perf_counter()
     arrived: list[float] = [0.0] * len(tasks)
@@ -80,7 +80,7 @@ def main() -> None:
     from spica.config import SmartSearchConfig
     from spica.search import run_smart_search
     from spica.evaluation.evaluate import evaluate_task
-    from spica.evaluation.replay import prepare_worker
+    from spica.evaluation.evaluate import prepare_worker
     from spica.search.pool import ProcessPool, run_all
 
     config = SmartSearchConfig.from_mapping(CONFIG)

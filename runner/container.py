@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from spica.errors import UserError
-from spica.paths import cache_root
+from spica.core.errors import UserError
+from spica.core.paths import cache_root
 
 ContainerEngine = Literal["podman", "pyxis"]
 ContainerMode = Literal["self-contained", "shared-fs"]

@@ -1,6 +1,6 @@
 """One place that turns (executor, partition, container, limits) into a submitit executor,
 shared by plan launches, probes, the Hydra launchers and the SLURM evaluation pool. Which
-executors exist, and which builder each one uses, is the registry's (spica/executors.py)."""
+executors exist, and which builder each one uses, is the registry's (spica/config/executors.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import submitit
 
 from runner.container import Container
-from spica.executors import EXECUTORS
+from spica.config.executors import EXECUTORS
+from spica.core.lazy import load
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def make_executor(
     spec = JobSpec(timeout_min=timeout_min, partition=slurm_partition, container=container, cpus_per_task=cpus_per_task,
                    mem_gb=mem_gb, job_name=job_name, max_num_timeout=max_num_timeout, signal_delay_s=signal_delay_s,
                    array_parallelism=array_parallelism)
-    return entry.jobs(Path(folder), spec)
+    return load(entry.jobs)(Path(folder), spec)
 
 
 def local_jobs(folder: Path, spec: JobSpec) -> submitit.Executor:

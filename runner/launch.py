@@ -23,7 +23,7 @@ import yaml
 
 from runner.container import Container, ContainerEngine, ContainerMode, ensure_image, job_mounts
 from runner.executors import make_executor
-from spica.executors import DEFAULT_IMAGE
+from spica.config.executors import DEFAULT_IMAGE
 
 
 class PlanJobFailed(RuntimeError):
@@ -67,7 +67,7 @@ def submit_plan(
 ) -> submitit.Job[str]:
     """Submit `run_plan_file(plan_path, out_dir)`; returns the submitit job.
 
-    cluster: where it runs, an executor of spica/executors.py (local, slurm).
+    cluster: where it runs, an executor of spica/config/executors.py (local, slurm).
     container_image: the image the job runs in (default Spica's self-contained image; a podman
     image missing from this host is a one-line error before anything is submitted); None: the
     host's venv. container_mode="shared-fs": an interpreter image with the repo and venv mounted.

@@ -18,7 +18,7 @@ from tempfile import mkdtemp
 
 from runner.container import Container, ImageMissing, ensure_image, job_mounts
 from runner.executors import make_executor
-from spica.executors import EXECUTORS
+from spica.config.executors import EXECUTORS
 
 
 def describe_environment() -> dict[str, str]:

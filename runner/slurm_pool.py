@@ -33,7 +33,7 @@ import submitit
 
 from runner.container import Container, ContainerEngine, ContainerMode, ensure_image, job_mounts
 from runner.executors import make_executor
-from spica.executors import DEFAULT_IMAGE
+from spica.config.executors import DEFAULT_IMAGE
 
 
 class _ReturnExceptions(submitit.helpers.Checkpointable):

@@ -1,11 +1,11 @@
 """The `spica` command's entry, and `python -m spica --config my.yaml` (upstream's spelling).
 
 Ctrl-C and SIGTERM are the command's before anything heavier than the standard library loads
-(spica/stops.py): stopped while it imports spica/cli.py, the command says so in one line.
+(spica/core/stops.py): stopped while it imports spica/cli.py, the command says so in one line.
 The results writer is spawned and re-imports this module as `__mp_main__`: the command is
 imported only when run, so the writer does not import it (~0.3 s)."""
 
-from spica.stops import stop_signals, stopped_early
+from spica.core.stops import stop_signals, stopped_early
 
 
 def main() -> None:

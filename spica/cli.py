@@ -28,13 +28,14 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from spica.config import ConfigError, SmartSearchConfig
-from spica.errors import SearchError, UserError
-from spica.executors import EXECUTORS
-from spica.results.outcome import SearchResults
-from spica.search.progress import flush_output, tell
-from spica.startup import collect_less
-from spica.stops import stop_message, stop_signals
 from spica.config.app import AppSettings, EvaluationSettings, schema_defaults, split_app_settings
+from spica.config.executors import EXECUTORS
+from spica.core.console import flush_output, tell
+from spica.core.errors import SearchError, UserError
+from spica.core.lazy import load
+from spica.core.startup import collect_less
+from spica.core.stops import stop_message, stop_signals
+from spica.results.outcome import SearchResults
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("model", "system", "backend", "mode", "router", "planner", "quant", "speculation", "workload", "goal", "sweep")
@@ -123,7 +124,8 @@ def evaluation_pool(settings: EvaluationSettings, results_dir: str | None, trace
     entry = EXECUTORS[settings.executor]
     if entry.pool is None:
         return None
-    return entry.pool(settings.executor_settings(), Path(results_dir or ".") / entry.name, (trace_path,) if trace_path else ())
+    mounts = (trace_path,) if trace_path else ()
+    return load(entry.pool)(Path(results_dir or ".") / entry.name, mounts=mounts, **settings.executor_settings().model_dump())
 
 
 def _search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir: str | None) -> None:
@@ -165,7 +167,7 @@ def _stopped(exc: KeyboardInterrupt, hint: str = "") -> NoReturn:
 @contextlib.contextmanager
 def _resumable(again_with: str) -> Iterator[None]:
     """Ctrl-C or SIGTERM during a search: one line saying how to resume, exit 130 (143 for
-    SIGTERM); what the search started is shut down on the way out (spica/stops.py)."""
+    SIGTERM); what the search started is shut down on the way out (spica/core/stops.py)."""
     with stop_signals():
         try:
             yield
@@ -374,7 +376,7 @@ COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_sp
 def main(argv: Sequence[str] | None = None) -> None:
     """The `spica` command. Called without `argv` (the command itself, from its entry
     spica/__main__.py, which holds Ctrl-C and SIGTERM for its whole run; not a caller's library
-    use), it collects garbage less often (spica/startup.py) and ends, once its output is
+    use), it collects garbage less often (spica/core/startup.py) and ends, once its output is
     flushed, without interpreter finalization (`_leave`)."""
     explicit = argv is not None
     if explicit:

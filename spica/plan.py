@@ -19,8 +19,9 @@ import yaml
 
 from spica.config import ConfigError, SLATarget, SmartSearchConfig
 from spica.config.schema import load_yaml
-from spica.errors import UserError
-from spica.planner.policies import filter_scaling_policies
+from spica.core.errors import UserError
+from spica.core.goals import GOALS
+from spica.planner.policies import filter_scaling_policies, is_static
 from spica.study.algorithms import ALGORITHMS
 
 PLAN_FORMAT = 1
@@ -161,6 +162,18 @@ def with_usable_policies(config: SmartSearchConfig) -> SmartSearchConfig:
     data = config.to_data()
     data["search_space"]["planner_scaling_policy"] = entries
     return SmartSearchConfig.from_mapping(data)
+
+
+def scale_free(config: SmartSearchConfig) -> bool:
+    """Whether scaling a deployment's replicas (and, with them, its load) leaves its scores alone."""
+    space, goal = config.search_space, config.goal
+    return (
+        config.workload.kind == "kv_load_ratio"
+        and list(space.router_mode) == ["round_robin"]
+        and all(is_static(fields) for _, fields in space.scaling_policies())
+        and not any(GOALS[name].extensive for name in goal.objectives)
+        and goal.min_goodput_rps is None
+    )
 
 
 def compile_plan(config: SmartSearchConfig, calibration: Mapping[str, Any] | None = None) -> Plan:

@@ -14,8 +14,9 @@ from hydra_plugins.spica_launcher import spica_launcher  # noqa: F401 - stores t
 from runner import probe
 from runner.executors import make_executor
 from runner.slurm_pool import SlurmPool
-from spica import cli, executors
+from spica import cli
 from spica.cli import evaluation_pool
+from spica.config import executors
 from spica.config.app import EvaluationSettings, split_app_settings
 from spica.config.errors import ConfigError
 

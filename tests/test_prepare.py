@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spica.paths import cache_root
+from spica.core.paths import cache_root
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e  # two processes that import the whole stack (~15 s)

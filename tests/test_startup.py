@@ -1,4 +1,4 @@
-"""spica.startup: the command collects garbage less often than Python's defaults; a library
+"""spica.core.startup: the command collects garbage less often than Python's defaults; a library
 caller's process keeps its own settings."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from spica.startup import THRESHOLDS
+from spica.core.startup import THRESHOLDS
 
 PRINT_THRESHOLDS = "import gc, spica.cli as cli; cli._dispatch = lambda argv, explicit: print(gc.get_threshold()); cli.main({})"
 

@@ -1,4 +1,4 @@
-"""spica.stops.stop_signals: Ctrl-C stops the command once, never inside an import, and is not
+"""spica.core.stops.stop_signals: Ctrl-C stops the command once, never inside an import, and is not
 lost where Python drops it (a garbage collector's callback). Real signals, this process."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from spica.stops import stop_signals as _stop_signals
+from spica.core.stops import stop_signals as _stop_signals
 
 
 @pytest.fixture(autouse=True)

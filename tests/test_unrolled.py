@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spica.unrolled import Unrolled
+from spica.core.unrolled import Unrolled
 
 DISAGG = {
     "deployment_mode": "disagg", "backend": "vllm", "model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm",

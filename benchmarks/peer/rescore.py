@@ -56,6 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the
 
 from bench_search import PEER as RESULTS, REPO, SCENARIOS, load  # noqa: E402
 from spica.config import SmartSearchConfig
+from spica.core.unrolled import SHAPE_KEYS
+from spica.core.unrolled import ROLES, Unrolled, shape_prefix
 from spica.evaluation import score
 from spica.evaluation.evaluate import Evaluation, evaluate
 from spica.search.branches import branches_for
@@ -63,8 +65,7 @@ from spica.search.unroll import unroll
 from spica.space.branches import BackendFit, ParallelConfig, RolePool, worker_capacity
 from spica.space.cache import atomic_write_text
 from spica.space.capacity import MemorySettings
-from spica.space.shapes import SHAPE_KEYS, WorkerShape
-from spica.unrolled import ROLES, Unrolled, shape_prefix
+from spica.space.shapes import WorkerShape
 
 PEER = "aisimulate recommend (aisimulate 0.13.0.dev202610130000000070, ai-dynamo 1.6.1), benchmarks/peer/{}.yaml"
 ROUTER_SECTION = "dynamo.router"  # the peer's adapter that holds a candidate's router

@@ -1,5 +1,5 @@
 """Hydra launchers that run each job of a multirun inside one of Spica's images, one per
-executor of spica/executors.py (`spica_<name>`: SLURM or local processes):
+executor of spica/config/executors.py (`spica_<name>`: SLURM or local processes):
 
     spica hydra/launcher=spica_slurm hydra.launcher.partition=debug -m workload=chat,summarize
     spica hydra/launcher=spica_local hydra.launcher.container_image=localhost/spica:TAG -m ...
@@ -23,7 +23,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
-from spica.executors import DEFAULT_IMAGE, EXECUTORS
+from spica.config.executors import DEFAULT_IMAGE, EXECUTORS
 
 
 @dataclass

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Sequence, TextIO
 
 from spica.calibrate.fit import Predictor, cross_validate, fit_factors, predictor
-from spica.calibrate.measurements import Measurement, Skipped, read_measurements
-from spica.errors import UserError
+from spica.calibrate.formats import read_measurements
+from spica.calibrate.measurements import Measurement, Skipped
+from spica.core.errors import UserError
 from spica.evaluation.calibration import Calibration, Correction
 from spica.plan import installed_versions
 from spica.search.pool import local_pool

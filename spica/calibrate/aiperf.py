@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from spica.calibrate.measurements import Measurement
-from spica.errors import UserError
+from spica.core.errors import UserError
+from spica.core.unrolled import Unrolled
 from spica.space.branches import RolePool
 from spica.space.shapes import WorkerShape
-from spica.unrolled import Unrolled
 
 CANDIDATE_FILE = "candidate.json"
 

@@ -1,6 +1,6 @@
 """Measured points: what a deployment really did on hardware, read from files a user brings.
 
-Two formats, told apart by their content:
+Two formats, told apart by their content (spica/calibrate/formats.py):
 - AI Configurator's silicon CSV (`aiconfigurator_core/systems/silicon_sample.csv` has 5,221
   rows): one row per measured configuration — backend and its version, model, system, agg or
   disagg, isl/osl, concurrency, per-role shape and worker counts, mean TTFT and TPOT.
@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from spica.errors import UserError
+from spica.core.errors import UserError
+from spica.core.unrolled import MODES
 from spica.space.branches import RolePool
 from spica.space.shapes import WorkerShape
 
@@ -36,7 +37,6 @@ SILICON_COLUMNS = (
     "moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms",
 )
 ROLE_COLUMNS = ("num_workers", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
-MODES = ("agg", "disagg")
 
 
 @dataclass(frozen=True)
@@ -237,24 +237,3 @@ def _image_version(row: dict[str, str]) -> str | None:
 
 def measurements(items: Sequence[Measurement | Skipped]) -> list[Measurement]:
     return [item for item in items if isinstance(item, Measurement)]
-
-
-def read_measurements(path: str | Path, candidate: str | Path | None = None) -> list[Measurement | Skipped]:
-    """The measured points of one file, whichever format it is (told apart by content); `candidate`:
-    the candidate.json an AIPerf export measured, when it is not beside the export."""
-    path = Path(path)
-    try:
-        head = path.read_bytes()[:4096].decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if not head.strip():
-        raise UserError(f"{path}: empty file (give a silicon CSV or an AIPerf profile export)")
-    if head.lstrip().startswith("{"):
-        from spica.calibrate.aiperf import read_aiperf_export
-
-        return [read_aiperf_export(path, candidate)]
-    first = head.splitlines()[0]
-    if "silicon_ttft_ms" in first or "silicon_tpot_ms" in first or first.count(",") >= 5:
-        return read_silicon_csv(path)
-    raise UserError(f"{path}: neither a silicon CSV (header with {', '.join(SILICON_COLUMNS[:4])}, ...) "
-                    "nor an AIPerf profile export (profile_export_aiperf.json)")

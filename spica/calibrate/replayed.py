@@ -23,15 +23,15 @@ from packaging.version import InvalidVersion, Version
 
 from spica.calibrate.measurements import Measurement
 from spica.config import ConfigError, SmartSearchConfig
-from spica.errors import UserError
-from spica.quiet import quieted
+from spica.core.errors import UserError
+from spica.core.quiet import quieted
+from spica.core.unrolled import ROLES
 from spica.evaluation.evaluate import Evaluation, evaluate
 from spica.search.branches import branches_for
 from spica.search.unroll import unroll
 from spica.space import capacity
 from spica.space.branches import RolePool
 from spica.space.shapes import bundled_models, load_model_info
-from spica.unrolled import ROLES
 
 ENGINE_DEFAULTS = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024}
 REQUESTS_PER_CONCURRENCY = 10

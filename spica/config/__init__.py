@@ -1,10 +1,8 @@
 """The SmartSearchConfig contract (docs/config.md) under upstream Spica's names: schema, presets, errors.
 
-`Candidate` (a measured deployment) lives with the results; it is exported here too because
-upstream scripts import it from this module.
+`Candidate` (a measured deployment, spica.core.candidate) is exported here too because upstream
+scripts import it from this module.
 """
-
-from typing import Any
 
 from spica.config.errors import ConfigError
 from spica.config.schema import (
@@ -16,6 +14,7 @@ from spica.config.schema import (
     SweepConfig,
     Workload,
 )
+from spica.core.candidate import Candidate
 
 __all__ = [
     "Candidate",
@@ -29,10 +28,3 @@ __all__ = [
     "Workload",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "Candidate":  # loaded on use: the config layer does not import the results layer
-        from spica.results.ledger import Candidate
-
-        return Candidate
-    raise AttributeError(name)

@@ -13,16 +13,16 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, Field, ValidationError, create_model, model_validator
 
+from spica.config.deploy import DeploySettings
 from spica.config.errors import ConfigError, format_validation_error
+from spica.config.executors import EXECUTORS, NAMES, settings_fields
 from spica.config.schema import LOAD_FIELDS, OptimizationGoal, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
-from spica.deploy.settings import DeploySettings
-from spica.executors import EXECUTORS, NAMES, settings_fields
 
 
 class _Evaluation(_Frozen):
     """Where candidate replays run, the timing calibration they score with, and where kv_router
     draws are kept. The executor is not part of a plan (it never changes a score): `executor`
-    names a record of spica/executors.py; the other keys are every executor's own, flat.
+    names a record of spica/config/executors.py; the other keys are every executor's own, flat.
     `calibration` (a file `spica calibrate` wrote; null: none) changes every score, so the plan
     records its factors."""
 
@@ -54,7 +54,7 @@ class AppSettings(_Frozen):
 
     results_dir: str | None = None  # null: Hydra's run directory
     evaluation: EvaluationSettings = EvaluationSettings()
-    deploy: DeploySettings = DeploySettings()  # the manifests' cluster side (spica/deploy/settings.py)
+    deploy: DeploySettings = DeploySettings()  # the manifests' cluster side (spica/config/deploy.py)
 
 
 APP_KEYS = tuple(AppSettings.model_fields)

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 
 from pydantic import BaseModel, ValidationError
 
-from spica.errors import UserError
+from spica.core.errors import UserError
 
 
 FIELD_FIRST = re.compile(r"^([a-z][a-z0-9_]*): (.+)$", re.DOTALL)

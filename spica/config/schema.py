@@ -30,19 +30,20 @@ from pydantic import (
 
 from spica import backends
 from spica.config import composites, presets
-from spica.quant import QUANT_NAMES, known_modes
 from spica.config.errors import ConfigError, format_validation_error
 from spica.config.trace import MAX_REPLAY_REQUESTS, check_trace, warn_if_longer_than
-from spica.goals import GOALS, PARETO, Goal, PlannerTarget
+from spica.core.goals import GOALS, PARETO, Goal, PlannerTarget
+from spica.core.quant import QUANT_NAMES, known_modes
+from spica.core.unrolled import SHAPE_KEYS, Mode
 from spica.study.algorithms import ALGORITHMS, VIZIER_DESIGNERS
 
 log = logging.getLogger("spica.config")
 
-Mode = Literal["agg", "disagg"]
 Backend = Literal[backends.NAMES]  # type: ignore[valid-type]  # the registry's names, in its order
 RouterMode = Literal["kv_router", "round_robin"]
 
-SHAPE_KEYS = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep", "replicas")
+PINNED_POOL_KEYS = (*SHAPE_KEYS, "replicas")
+"""What a `parallel_configs` entry may set for one pool: its workers' shape and how many."""
 DERIVED_SHAPE_KEYS = ("strategy", "used_gpus")
 
 Int = Annotated[int, Strict()]
@@ -55,7 +56,7 @@ Flag = Annotated[bool, Strict()]
 
 
 class _Target(StrEnum):
-    """What `goal.target` aims at: a goal of spica/goals.py, or pareto, which trades several."""
+    """What `goal.target` aims at: a goal of spica/core/goals.py, or pareto, which trades several."""
 
     @property
     def goal(self) -> Goal:
@@ -113,12 +114,12 @@ class _Frozen(BaseModel):
 
 def _shape_entry(entry: Any, where: str = "") -> dict[str, int]:
     if not isinstance(entry, Mapping):
-        raise ValueError(f"{where}{entry!r} must be a dict of {', '.join(SHAPE_KEYS)}")
+        raise ValueError(f"{where}{entry!r} must be a dict of {', '.join(PINNED_POOL_KEYS)}")
     for key, value in entry.items():
         if key in DERIVED_SHAPE_KEYS:
             raise ValueError(f"{where}{key} is derived and cannot be set")
-        if key not in SHAPE_KEYS:
-            raise ValueError(f"{where}unknown key {key!r}; allowed: {', '.join(SHAPE_KEYS)}")
+        if key not in PINNED_POOL_KEYS:
+            raise ValueError(f"{where}unknown key {key!r}; allowed: {', '.join(PINNED_POOL_KEYS)}")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{where}{key}: {value!r} must be a positive integer")
     if "tp" not in entry:

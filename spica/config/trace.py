@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from spica.errors import UserError
+from spica.core.errors import UserError
 
 HASH_BLOCK_TOKENS = 512  # Replay's default mooncake block size (`trace_block_size`)
 MAX_REPLAY_REQUESTS = 1_000_000

@@ -1,6 +1,6 @@
-"""What every pod's command line is built from: the candidate's pool record (spica/unrolled.py) and
+"""What every pod's command line is built from: the candidate's pool record (spica/core/unrolled.py) and
 the worker record read beside it, the CLI-word helper, vLLM's KV transfer config, and the frontend's router flags.
-Each backend's own worker flags are its registry entry's builder (`spica.backends`).
+Each backend's own worker flags are its builder in spica/deploy/engines.py.
 
 The model flags (`--model` / `--model-path`, `--served-model-name`) are not here: Dynamo's
 config modifiers set them (`BaseConfigModifier.update_model`) when the manifest is built.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Iterable, Mapping
 
-from spica.unrolled import Pool, Unrolled
+from spica.core.unrolled import Pool, Unrolled
 
 SGLANG_BOOTSTRAP_PORT = 12345  # dynamo/profiler/templates/dgd/sglang/disagg.yaml
 KVBM = {"kv_connector": "DynamoConnector", "kv_connector_module_path": "kvbm.vllm_integration.connector", "kv_role": "kv_both"}

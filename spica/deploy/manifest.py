@@ -25,18 +25,19 @@ from typing import Any, Mapping
 import yaml
 
 from spica import backends
+from spica.config.deploy import DYNAMO_VERSION, DeploySettings, deploy_settings, k8s_name_problem
+from spica.core.candidate import Candidate
+from spica.core.lazy import load
+from spica.core.quant import QUANT_NAMES
+from spica.core.quiet import quieted
+from spica.core.sla import SlaLike
+from spica.core.unrolled import MODES, Pool, Unrolled
 from spica.deploy import flags
-from spica.deploy.settings import DeploySettings, deploy_settings, k8s_name_problem
-from spica.deploy.versions import DYNAMO_VERSION, runtime_engine_version
+from spica.deploy.versions import runtime_engine_version
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
-from spica.planner.config import SlaLike, planner_config
-from spica.quant import QUANT_NAMES
-from spica.quiet import quieted
+from spica.planner.config import planner_config
 from spica.space.capacity import checkpoint_quant_modes
-from spica.results.ledger import Candidate
-from spica.unrolled import Pool, Unrolled
 
-MODES = ("agg", "disagg")
 COMPONENT_TYPES = {"agg": "worker", "prefill": "prefill", "decode": "decode"}
 PLANNER_IMAGE = "dynamo-planner"
 FPM_PORT = "20380"  # dynamo.vllm.envs.DEFAULT_FORWARDPASS_METRIC_PORT; the three backends read it
@@ -150,7 +151,7 @@ def dynamo_manifest(
         )
         for role, pool in pools.items()
     }
-    args = {role: record.engine_args(pool, workers[role]) for role, pool in pools.items()}
+    args = {role: load(record.engine_args)(pool, workers[role]) for role, pool in pools.items()}
     frontend = flags.frontend_args(u)
 
     config_modifiers, dgd = flags.profiler_modules()

@@ -10,14 +10,12 @@ one line under the results table.
 from __future__ import annotations
 
 from functools import cache
-from importlib.metadata import requires, version
+from importlib.metadata import requires
 from typing import Any, Iterable, Mapping
 
 from packaging.requirements import Requirement
 
 from spica import backends
-
-DYNAMO_VERSION = version("ai-dynamo")
 
 
 @cache

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from spica.errors import UserError
+from spica.core.errors import UserError
 
 FORMAT = 1
 PHASES = ("prefill", "decode")

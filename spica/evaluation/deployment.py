@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 from spica import backends
+from spica.core.sla import SlaLike
+from spica.core.unrolled import Unrolled
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
-from spica.planner.config import SlaLike
-from spica.space.shapes import WorkerShape
-from spica.space.timeable import ais_identity
-from spica.unrolled import Unrolled
+from spica.space.timeable import ais_perf_config
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
 
@@ -81,13 +80,6 @@ class WorkloadSpec:
                 raise ValueError("workload: set request_rate (open loop) or concurrency (closed loop), not both")
         else:
             raise ValueError(f"workload.kind: {self.kind!r} is not one of trace, synthetic")
-
-
-@dataclass(frozen=True)
-class SlaBounds:
-    ttft_ms: float | None = None
-    itl_ms: float | None = None
-    e2e_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -213,17 +205,6 @@ def accept_rates(nextn: int, accepted: float) -> list[float]:
         middle = (low + high) / 2
         low, high = (middle, high) if sum(middle**i for i in range(1, nextn + 1)) < accepted else (low, middle)
     return [(low + high) / 2] * nextn
-
-
-def ais_perf_config(unrolled: Unrolled | Mapping[str, Any], role: str) -> dict[str, Any]:
-    """AIS identity of one role's engine: model, the role's GPU, backend (+version), shape, worker type, quant modes."""
-    view = Unrolled.of(unrolled)
-    pool = view.pool(role)
-    shape = WorkerShape(pool.tp, pool.pp, pool.attention_dp, pool.moe_tp, pool.moe_ep)
-    return ais_identity(
-        view.flat["model_name"], pool.hardware_sku, view.backend, view.flat["backend_version"], role, shape,
-        pool.block_size, pool.moe, view.quant, view.nextn,
-    )
 
 
 def _host_offload(unrolled: Mapping[str, Any]) -> dict[str, Any]:

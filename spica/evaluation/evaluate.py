@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
+from spica.core.unrolled import Unrolled
 from spica.evaluation import score
 from spica.evaluation.deployment import WorkloadSpec, build_replay_call
-from spica.evaluation.replay import run_replay
+from spica.evaluation.replay import capped_worker, run_replay
 from spica.planner.config import PlannerConfigError, planner_config
-from spica.unrolled import Unrolled
 
 
 @dataclass(frozen=True)
@@ -138,3 +138,16 @@ def evaluate_task(task: tuple[SmartSearchConfig, Mapping[str, Any]]) -> Evaluati
     """Pool entry point: one picklable argument."""
     config, unrolled = task
     return evaluate(config, unrolled)
+
+
+def prepare_worker(capped: bool) -> None:
+    """An evaluation worker's start, forked from a forkserver that imported WORKER_IMPORTS
+    (spica/evaluation/replay.py), this module among them: for capped replays, the replay child
+    running, so the first replay of a search does not wait for it. The child is forked from the
+    worker, which has only imported Replay, never run it (the worker's own Rust and JAX state
+    would not survive a fork)."""
+    if capped:
+        capped_worker.fork = True
+        capped_worker.start()
+    else:
+        import dynamo.replay  # noqa: F401

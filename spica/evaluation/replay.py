@@ -32,10 +32,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping
 
+from spica.core.stops import starting_processes
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args, mean_token_position
 from spica.evaluation.traffic import STAND_INS, as_trace_call
-from spica.stops import starting_processes
 
 Status = Literal["ok", "failed", "timeout", "no_samples"]
 ENGINE_ARG_KEYS = ("extra_engine_args", "prefill_engine_args", "decode_engine_args")
@@ -87,7 +87,7 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
         if timeout_s is None:
             result = _execute(call.function, call.args, kwargs)
         else:
-            result = _capped_worker.run(call.function, call.args, kwargs, timeout_s - (time.perf_counter() - started))
+            result = capped_worker.run(call.function, call.args, kwargs, timeout_s - (time.perf_counter() - started))
         lost = _lost_tables(kwargs, result)
         for path in lost:  # a table removed or torn under the replay is rebuilt by the next attempt
             Path(path).unlink(missing_ok=True)
@@ -287,26 +287,12 @@ def _die_with_parent() -> None:
 
 
 PR_SET_PDEATHSIG = 1
-_capped_worker = _CappedWorker()
+capped_worker = _CappedWorker()
 
 
-WORKER_IMPORTS = ("dynamo.replay", "dynamo.llm", "spica.evaluation.evaluate")  # evaluate imports this module
+WORKER_IMPORTS = ("dynamo.replay", "dynamo.llm", "spica.evaluation.evaluate")  # evaluate imports this module and prepares the worker
 """What an evaluation worker and its replay child import: once, in the forkserver they are forked
 from (spica.search.pool.local_pool), not in every process (~0.45 s each)."""
-
-
-def prepare_worker(capped: bool) -> None:
-    """An evaluation worker's start, forked from a forkserver that imported WORKER_IMPORTS: for
-    capped replays, the replay child running, so the first replay of a search does not wait for
-    it. The child is forked from the worker, which has only imported Replay, never run it (the
-    worker's own Rust and JAX state would not survive a fork)."""
-    import spica.evaluation.evaluate  # noqa: F401
-
-    if capped:
-        _capped_worker.fork = True
-        _capped_worker.start()
-    else:
-        import dynamo.replay  # noqa: F401
 
 
 def _one_line(exc: BaseException) -> str:

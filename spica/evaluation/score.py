@@ -1,6 +1,6 @@
 """Objective values from a Replay summary, and the orderings built on them (docs/search.md step 6).
 
-Pure functions over the goals of spica/goals.py, which say how each value is read. Per-GPU
+Pure functions over the goals of spica/core/goals.py, which say how each value is read. Per-GPU
 objectives divide by the *time-averaged provisioned* GPUs, gpu_hours / duration, so a Planner
 that scales workers down during the replay is credited for the GPUs it gave back.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-from spica.goals import GOALS
+from spica.core.goals import GOALS
+from spica.core.pareto import dominates
 
 Item = TypeVar("Item")
 
@@ -71,11 +72,6 @@ def rank(items: Iterable[Item], score_of: Callable[[Item], float], gpus_of: Call
         return (math.isnan(score), -score if not math.isnan(score) else 0.0, gpus_of(item))
 
     return sorted(items, key=key)
-
-
-def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
-    """a is at least as good everywhere and strictly better somewhere (higher is better)."""
-    return all(x >= y for x, y in zip(a, b, strict=True)) and any(x > y for x, y in zip(a, b))
 
 
 def pareto_front(

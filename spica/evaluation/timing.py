@@ -42,7 +42,7 @@ from typing import Any, Iterable, Literal, Mapping
 
 import numpy as np
 
-from spica.paths import cache_root
+from spica.core.paths import cache_root
 
 TimingMode = Literal["table", "ais"]
 TIMING_MODES: tuple[TimingMode, ...] = ("table", "ais")

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from spica.paths import cache_root
+from spica.core.paths import cache_root
 
 TRAFFIC_FORMAT = 1
 BLOCK_TOKENS = 512

@@ -13,11 +13,13 @@ Dynamo's planner package takes seconds to import; it is loaded on first use only
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from spica.config.presets import PREDICTOR_FAMILY_FIELDS
-from spica.quiet import quieted
-from spica.unrolled import Unrolled
+from spica.core.quiet import quieted
+from spica.core.sla import SlaLike
+from spica.core.unrolled import Unrolled
+from spica.space.timeable import ais_perf_config
 
 if TYPE_CHECKING:
     from dynamo.planner.config.planner_config import PlannerConfig
@@ -47,17 +49,6 @@ _PLANNER_CONFIG_LOGGER = "dynamo.planner.config.planner_config"
 
 class PlannerConfigError(ValueError):
     """Dynamo's PlannerConfig rejected a candidate's planner settings (one-line message)."""
-
-
-class SlaLike(Protocol):
-    """Any SLA holder (e.g. the config's goal.sla): bounds in ms, None = unbounded."""
-
-    @property
-    def ttft_ms(self) -> float | None: ...
-    @property
-    def itl_ms(self) -> float | None: ...
-    @property
-    def e2e_ms(self) -> float | None: ...
 
 
 def validated_planner_config(payload: Mapping[str, Any]) -> "PlannerConfig":
@@ -137,9 +128,6 @@ def unroll_planner_fields(
 def _ais_perf_model(view: Unrolled) -> dict[str, Any]:
     """The AIS identity of each role's engine, the one Replay times it with (and seeds the replayed
     Planner from): without it a deployed Planner would start with no performance model."""
-    # Imported here: spica.evaluation.deployment imports this module for SlaLike.
-    from spica.evaluation.deployment import ais_perf_config
-
     return {"roles": {pool.worker_type: ais_perf_config(view, pool.role) for pool in view.pools}}
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from spica.config.schema import OptimizationTarget
+from spica.core.goals import PlannerTarget
 
 log = logging.getLogger(__name__)
 
-PlannerTarget = Literal["sla", "latency", "throughput"]
 Policy = tuple[str, Mapping[str, Any]]
 
 

@@ -38,7 +38,8 @@ FALLBACK = "constant_last"
 PREDICTOR_ERRORS = (ArithmeticError, IndexError, RuntimeError, TypeError, ValueError)
 """What the Planner catches around `predict_next` (it then skips the interval's forecast)."""
 
-Candidate = tuple[str, Mapping[str, Any]]
+LoadPredictor = tuple[str, Mapping[str, Any]]
+"""A load predictor to try: its name and fields (one entry of `load_predictor_candidates`)."""
 
 
 def prediction_error(predicted: float, actual: float) -> float:
@@ -166,7 +167,7 @@ def _same_forecasts_key(fields: Mapping[str, Any], window_count: int) -> str:
     return json.dumps(complete, sort_keys=True)
 
 
-def _sweep_interval(windows: Sequence[TrafficWindow], interval_s: int, candidates: Sequence[Candidate]) -> IntervalChoice:
+def _sweep_interval(windows: Sequence[TrafficWindow], interval_s: int, candidates: Sequence[LoadPredictor]) -> IntervalChoice:
     warmup = max(warmup_windows(name, fields, interval_s) for name, fields in candidates)
     by_forecasts: dict[str, float] = {}
     losses: dict[str, float] = {}
@@ -185,7 +186,7 @@ def _sweep_interval(windows: Sequence[TrafficWindow], interval_s: int, candidate
 def predictor_sub_sweep(
     trace_path: str | None,
     intervals: Sequence[int],
-    candidates: Sequence[Candidate],
+    candidates: Sequence[LoadPredictor],
     arrival_speedup_ratio: float = 1.0,
     has_throughput_scaling: bool = True,
 ) -> SubSweepResult:
@@ -214,7 +215,7 @@ def cached_predictor_sub_sweep(
     trace_path: str | None,
     trace_sha256: str | None,
     intervals: Sequence[int],
-    candidates: Sequence[Candidate],
+    candidates: Sequence[LoadPredictor],
     arrival_speedup_ratio: float = 1.0,
     has_throughput_scaling: bool = True,
 ) -> SubSweepResult:
@@ -225,7 +226,7 @@ def cached_predictor_sub_sweep(
     """
     import hashlib
 
-    from spica.paths import cache_root
+    from spica.core.paths import cache_root
     from spica.space.cache import atomic_write_text
 
     if trace_path is None or not has_throughput_scaling or not intervals:

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from spica.errors import UserError
+from spica.core.errors import UserError
 from spica.results.page import candidate_views, html_page
 from spica.results.saved import SavedSearch
 from spica.results.table import render_table

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spica.results.ledger import Candidate
+from spica.core.candidate import Candidate
 
 if TYPE_CHECKING:  # the plan imports the config stack; its type is all this module needs
     from spica.plan import Plan

@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-from spica.results.ledger import Candidate
+from spica.core.candidate import Candidate
 from spica.results.saved import SavedSearch
 
 ASSETS = Path(__file__).resolve().parent

@@ -15,8 +15,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from spica.core.candidate import Candidate
 from spica.evaluation.score import MINIMIZED, pareto_front, signed_score
-from spica.results.ledger import Candidate
 from spica.results.table import UNITS
 
 FIGSIZE = (10, 6.5)

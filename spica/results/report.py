@@ -23,12 +23,13 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from spica.config.deploy import DeploySettings
+from spica.core.candidate import Candidate
 from spica.deploy.manifest import manifest_yaml
-from spica.deploy.settings import DeploySettings
 from spica.deploy.versions import engine_versions
 from spica.evaluation.score import MINIMIZED
 from spica.plan import Plan
-from spica.results.ledger import Candidate, write_ledger
+from spica.results.ledger import write_ledger
 from spica.results.outcome import SearchResults
 from spica.results.page import write_report
 from spica.results.plot import plot_results

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from spica.errors import UserError
-from spica.results.ledger import Candidate
+from spica.core.candidate import Candidate
+from spica.core.errors import UserError
 
 FILES = ("summary.json", "ledger.json", "plan.yaml")
 

@@ -6,13 +6,12 @@ from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
 from spica.config.schema import SLA_METRICS
+from spica.core.candidate import Candidate
+from spica.core.goals import GOALS
 from spica.deploy.versions import engine_versions, version_note
 from spica.evaluation.calibration import describe as describe_calibration
-from spica.goals import GOALS
-from spica.results.ledger import Candidate
+from spica.plan import scale_free
 from spica.results.outcome import SearchResults
-from spica.search.branches import scale_free
-from spica.search.clocks import idle_core_share, idle_shares
 
 UNITS = {name: goal.unit for name, goal in GOALS.items()}
 TOP_N = 10
@@ -129,9 +128,30 @@ def budget_note(budget: Mapping[str, Any]) -> str:
             f"{ended} replay{'s' * (ended != 1)} not finished; the same command resumes with a fresh budget, reusing every finished replay")
 
 
+def idle_shares(timings: Mapping[str, Any]) -> dict[str, float] | None:
+    """summary.json's idle worker seconds as shares of the workers' time between the first replay
+    handed out and the last one back, by phase; None for a search evaluating in one process."""
+    workers, idle = timings.get("workers", 1), timings.get("idle_worker_seconds")
+    first, last = timings.get("first_evaluation_at"), timings.get("evaluations_done_at")
+    if workers <= 1 or not idle or not first or not last or last <= first:
+        return None
+    capacity = workers * (last - first)
+    return {phase: seconds / capacity for phase, seconds in idle.items()}
+
+
+def idle_core_share(timings: Mapping[str, Any]) -> float | None:
+    """The share of the cores' time (those the workers could use) with neither a replay nor an
+    ask, in the same window; None where idle_shares is None."""
+    cores = min(timings.get("workers", 1), timings.get("cores") or 0)
+    first, last = timings.get("first_evaluation_at"), timings.get("evaluations_done_at")
+    if idle_shares(timings) is None or not cores or timings.get("idle_core_seconds") is None:
+        return None
+    return timings["idle_core_seconds"] / (cores * (last - first))
+
+
 def idle_line(timings: Mapping[str, Any]) -> str | None:
     """How much of the workers' time went without a replay, and while the search did what
-    (spica/search/clocks.py); None for a search evaluating in one process."""
+    (spica/search/clocks.py counts it); None for a search evaluating in one process."""
     shares = idle_shares(timings)
     if shares is None:
         return None

@@ -15,13 +15,13 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from spica.search.progress import flush_output
+from spica.core.console import flush_output
 
 
 def prepare() -> None:
     """The writer process's start: everything writing the folder imports; and its end without
     interpreter finalization, which for these modules took ~0.8 s the search waited for."""
-    from spica.startup import collect_less
+    from spica.core.startup import collect_less
 
     collect_less()  # its imports share the cores with the search's start-up
     import spica.results.report  # noqa: F401  (matplotlib)

@@ -22,13 +22,11 @@ import math
 
 from spica.config import ConfigError, SmartSearchConfig
 from spica.config.trace import warn_if_longer_than
-from spica.errors import UserError
-from spica.goals import GOALS
-from spica.planner.policies import is_static
+from spica.core.errors import UserError
+from spica.core.unrolled import EVERY_ROLE
+from spica.plan import scale_free
 from spica.space.branches import Branch, ParallelConfig, SpaceRequest, enumerate_branches
 from spica.space.table import format_pool_table
-
-ROLES = ("agg", "prefill", "decode")
 
 
 def space_request(config: SmartSearchConfig) -> SpaceRequest:
@@ -44,10 +42,10 @@ def space_request(config: SmartSearchConfig) -> SpaceRequest:
         gpu_budget=space.gpu_budget,
         min_gpu_budget=space.effective_min_gpu_budget,
         context_length=space.context_length,
-        **{f"{role}_block_size": getattr(space, f"{role}_block_size") for role in ROLES},
-        **{f"{role}_gpu_memory_utilization": getattr(space, f"{role}_gpu_memory_utilization") for role in ROLES},
+        **{f"{role}_block_size": getattr(space, f"{role}_block_size") for role in EVERY_ROLE},
+        **{f"{role}_gpu_memory_utilization": getattr(space, f"{role}_gpu_memory_utilization") for role in EVERY_ROLE},
         # the memory model reserves activations for the largest batch the engine may run
-        **{f"{role}_max_num_batched_tokens": max(getattr(space, f"{role}_max_num_batched_tokens")) for role in ROLES},
+        **{f"{role}_max_num_batched_tokens": max(getattr(space, f"{role}_max_num_batched_tokens")) for role in EVERY_ROLE},
         pinned_parallel_configs=tuple(space.parallel_configs),
         needs_kv_capacity=config.workload.kind == "kv_load_ratio",
         backend_versions=space.backend_versions(),
@@ -71,18 +69,6 @@ def branches_for(config: SmartSearchConfig) -> list[Branch]:
 
 def format_branches(branches: list[Branch]) -> str:
     return format_pool_table(branches)
-
-
-def scale_free(config: SmartSearchConfig) -> bool:
-    """Whether scaling a deployment's replicas (and, with them, its load) leaves its scores alone."""
-    space, goal = config.search_space, config.goal
-    return (
-        config.workload.kind == "kv_load_ratio"
-        and list(space.router_mode) == ["round_robin"]
-        and all(is_static(fields) for _, fields in space.scaling_policies())
-        and not any(GOALS[name].extensive for name in goal.objectives)
-        and goal.min_goodput_rps is None
-    )
 
 
 def searched_branch(config: SmartSearchConfig, branch: Branch) -> Branch:

@@ -9,7 +9,7 @@ import threading
 import time
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator
 
 
 class OptimizerClock:
@@ -111,24 +111,3 @@ def _usable_cores() -> int:
     can narrow it); elsewhere the machine's."""
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity else os.cpu_count() or 1
-
-
-def idle_shares(timings: Mapping[str, Any]) -> dict[str, float] | None:
-    """summary.json's idle worker seconds as shares of the workers' time between the first replay
-    handed out and the last one back, by phase; None for a search evaluating in one process."""
-    workers, idle = timings.get("workers", 1), timings.get("idle_worker_seconds")
-    first, last = timings.get("first_evaluation_at"), timings.get("evaluations_done_at")
-    if workers <= 1 or not idle or not first or not last or last <= first:
-        return None
-    capacity = workers * (last - first)
-    return {phase: seconds / capacity for phase, seconds in idle.items()}
-
-
-def idle_core_share(timings: Mapping[str, Any]) -> float | None:
-    """The share of the cores' time (those the workers could use) with neither a replay nor an
-    ask, in the same window; None where idle_shares is None."""
-    cores = min(timings.get("workers", 1), timings.get("cores") or 0)
-    first, last = timings.get("first_evaluation_at"), timings.get("evaluations_done_at")
-    if idle_shares(timings) is None or not cores or timings.get("idle_core_seconds") is None:
-        return None
-    return timings["idle_core_seconds"] / (cores * (last - first))

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
+from spica.core.unrolled import ROLES
 from spica.planner.policies import is_static
 from spica.study.params import Param
 
-ROLES = {"agg": ("agg",), "disagg": ("prefill", "decode")}
 ENGINE_KNOBS = ("max_num_batched_tokens", "max_num_seqs")
 KV_ROUTER_KNOBS = ("overlap_score_credit", "prefill_load_scale", "router_temperature")
 OFFLOAD_ROUTER_KNOBS = ("host_cache_hit_weight", "disk_cache_hit_weight")

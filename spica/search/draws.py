@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from spica.config import ConfigError
+from spica.core.paths import cache_root
 from spica.evaluation.evaluate import Evaluation
-from spica.paths import cache_root
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from spica.errors import DeadPoolError
-from spica.stops import starting_processes, stop_arrived
+from spica.core.errors import DeadPoolError
+from spica.core.stops import starting_processes, stop_arrived
 
 DEAD_POOL_MESSAGE = (
     "the evaluation worker pool died. Worker processes are spawned and re-import your script: "
@@ -115,7 +115,7 @@ class ProcessPool:
     once (never from this process: Replay's Rust runtime and JAX are not fork-safe), so N
     workers cost one import instead of N.
 
-    `preload` (a picklable function, e.g. spica.evaluation.replay.prepare_worker) starts every
+    `preload` (a picklable function, e.g. spica.evaluation.evaluate.prepare_worker) starts every
     worker at once and runs in it, so the workers' start-up overlaps the caller's own set-up
     instead of the first round. When a worker dies, Python's pool fails every item in flight:
     this one starts a fresh pool and submits each of those items once more; an item that loses
@@ -284,7 +284,8 @@ def local_pool(parallel_evals: int, per_round: int, capped: bool = True) -> Eval
     """docs/search.md step 5: min(parallel_evals, per_round) workers, only when both exceed 1.
     Each worker gets ready to replay as it starts (`capped`: the evaluations have a time cap,
     so they replay in a child process; see spica/evaluation/replay.py), at WORKER_NICENESS."""
-    from spica.evaluation.replay import WORKER_IMPORTS, prepare_worker
+    from spica.evaluation.evaluate import prepare_worker
+    from spica.evaluation.replay import WORKER_IMPORTS
 
     workers = min(parallel_evals, per_round)
     if parallel_evals > 1 and per_round > 1:

@@ -53,15 +53,16 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from spica.evaluation.calibration import candidate_fields
 from spica.config import SweepConfig
+from spica.core.candidate import STATUSES, Candidate
 from spica.evaluation import score
+from spica.evaluation.calibration import candidate_fields
 from spica.evaluation.evaluate import Evaluation, evaluate_task, request_count
 from spica.plan import Plan
-from spica.results.ledger import STATUSES, Candidate, Journal
+from spica.results.ledger import Journal
 from spica.search.clocks import OptimizerClock, WorkerClock
-from spica.search.draws import Draws
 from spica.search.dimensions import Knob, knob_values
+from spica.search.draws import Draws
 from spica.search.feeder import Feeder
 from spica.search.pool import EvaluationPool, WorkerLost, outcome
 from spica.search.progress import Progress

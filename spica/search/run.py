@@ -17,22 +17,24 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from spica.config import ConfigError, SmartSearchConfig
-from spica.errors import UserError
-from spica.evaluation.calibration import for_search, load_calibration
-from spica.deploy.settings import DeploySettings
+from spica.config.deploy import DeploySettings
+from spica.core.candidate import Candidate
+from spica.core.console import tell
+from spica.core.errors import UserError
 from spica.evaluation import score
+from spica.evaluation.calibration import for_search, load_calibration
 from spica.plan import Plan, compile_plan
 from spica.planner.policies import is_static
 from spica.planner.predictors import cached_predictor_sub_sweep
-from spica.results.ledger import Candidate, Journal
+from spica.results import writer as results_writer
+from spica.results.ledger import Journal
 from spica.results.outcome import SearchResults
 from spica.search.branches import branches_for, searched_branch, space_request
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
-from spica.results import writer as results_writer
-from spica.search.pool import EvaluationPool, ProcessPool, local_pool
-from spica.search.progress import Progress, tell
-from spica.search.rounds import BranchSearch, RoundLoop, ask_sizes, most_pending
 from spica.search.draws import Draws
+from spica.search.pool import EvaluationPool, ProcessPool, local_pool
+from spica.search.progress import Progress
+from spica.search.rounds import BranchSearch, RoundLoop, ask_sizes, most_pending
 from spica.search.spread import measure_spread
 from spica.search.unroll import LOAD_ROLE, in_flight
 from spica.space import projection

@@ -13,12 +13,12 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
+from spica.core.candidate import Candidate
+from spica.core.console import tell
 from spica.evaluation.evaluate import Evaluation, evaluate_task
 from spica.plan import Plan
-from spica.results.ledger import Candidate
 from spica.search.draws import Draws, varies_run_to_run
 from spica.search.pool import EvaluationPool, run_all
-from spica.search.progress import tell
 
 SPREAD_TOP = 3  # best candidates measured again (the ones a user deploys)
 SPREAD_REPLAYS = 3  # replays per measured candidate, the search's own included

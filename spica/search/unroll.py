@@ -16,12 +16,12 @@ from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
 from spica.config.schema import ADMISSION_THRESHOLDS
+from spica.core.quant import QUANT_FIELDS
+from spica.core.unrolled import ROLES, shape_prefix
 from spica.planner.config import unroll_planner_fields
-from spica.quant import QUANT_FIELDS
-from spica.search.dimensions import KV_ROUTER_KNOBS, OFFLOAD_ROUTER_KNOBS, ROLES
+from spica.search.dimensions import KV_ROUTER_KNOBS, OFFLOAD_ROUTER_KNOBS
 from spica.space.branches import Branch, ParallelConfig, worker_capacity
 from spica.space.capacity import UNKNOWN_CAPACITY_BLOCKS, MemorySettings
-from spica.unrolled import shape_prefix
 
 PINNED_FIELDS = (
     "model_name", "hardware_sku", "startup_time", "aic_nextn", "gpu_budget", "min_gpu_budget", "min_endpoint",

@@ -19,8 +19,9 @@ from packaging.version import Version
 
 from spica.backends import NAMES as BACKEND_NAMES
 from spica.backends import backend as backend_record
-from spica.errors import UserError
-from spica.quant import QUANT_FIELDS
+from spica.core.errors import UserError
+from spica.core.quant import QUANT_FIELDS
+from spica.core.unrolled import ROLES
 from spica.space import capacity, timeable
 from spica.space.shapes import (
     GPUS_PER_WORKER,
@@ -34,8 +35,6 @@ from spica.space.shapes import (
 
 logger = logging.getLogger("spica.space")
 T = TypeVar("T")
-
-ROLES: Mapping[str, tuple[str, ...]] = {"agg": ("agg",), "disagg": ("prefill", "decode")}
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from spica.paths import cache_root
+from spica.core.paths import cache_root
 
 _memory: dict[str, dict[str, Any]] = {}
 

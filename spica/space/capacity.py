@@ -18,8 +18,8 @@ from typing import Any, Iterable
 from packaging.version import Version
 
 from spica import backends
-from spica.errors import UserError
-from spica.quant import QUANT_FIELDS
+from spica.core.errors import UserError
+from spica.core.quant import QUANT_FIELDS
 from spica.space import cache
 from spica.space.shapes import WorkerShape
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Mapping
 
 from spica.backends import AIC_ENUMERATOR, LegalityRule, legality_rules
-from spica.errors import UserError
+from spica.core.errors import UserError
+from spica.core.unrolled import SHAPE_KEYS
 
 GPUS_PER_WORKER = (1, 2, 4, 8, 16)
-SHAPE_KEYS = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ has context-MLA data for fmha bfloat16 only): the gap shows only when a pass is 
 decode step (shapes that passed these also passed the extremes of the timing table). With one
 AIS model per (system, backend, version) kept alive in the process, a probe costs ~12 ms; the
 first per data set ~1 s. Verdicts are cached on disk with the AIS version in the key.
+`ais_perf_config` is a candidate role's AIS identity, the one Replay times it with and the
+Planner's performance model starts from.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import math
 from typing import Any, Iterable, Mapping
 
 from spica.backends import backend as backend_record
+from spica.core.unrolled import WORKER_TYPES, Unrolled
 from spica.space import cache
 from spica.space.capacity import ais_version
 from spica.space.shapes import WorkerShape
-from spica.unrolled import WORKER_TYPES
 
 PROBE_PASSES = (
     {"num_prefill_requests": 1, "sum_prefill_tokens": 128, "sum_prefill_kv_tokens": 0},
@@ -94,3 +96,14 @@ def _probe(config: Mapping[str, Any]) -> str:
 def _reason(exc: Exception) -> str:
     text = " ".join(str(exc).split())
     return text.split(" at /")[0][:200]
+
+
+def ais_perf_config(unrolled: Unrolled | Mapping[str, Any], role: str) -> dict[str, Any]:
+    """AIS identity of one role's engine: model, the role's GPU, backend (+version), shape, worker type, quant modes."""
+    view = Unrolled.of(unrolled)
+    pool = view.pool(role)
+    shape = WorkerShape(pool.tp, pool.pp, pool.attention_dp, pool.moe_tp, pool.moe_ep)
+    return ais_identity(
+        view.flat["model_name"], pool.hardware_sku, view.backend, view.flat["backend_version"], role, shape,
+        pool.block_size, pool.moe, view.quant, view.nextn,
+    )

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
+from spica.core.pareto import dominates
 from spica.study.params import Objective, Suggestion
 
 TrialStatus = Literal["pending", "completed", "infeasible"]
@@ -120,8 +121,4 @@ def best_trials(trials: Sequence[Trial], objectives: Sequence[Objective]) -> lis
     scores = {t.trial_id: tuple(o.signed(t.metrics[o.name]) for o in objectives) for t in done}
     if len(objectives) == 1:
         return [max(done, key=lambda t: (scores[t.trial_id][0], -t.trial_id))] if done else []
-    return [t for t in done if not any(_dominates(scores[o.trial_id], scores[t.trial_id]) for o in done)]
-
-
-def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    return all(x >= y for x, y in zip(a, b)) and any(x > y for x, y in zip(a, b))
+    return [t for t in done if not any(dominates(scores[o.trial_id], scores[t.trial_id]) for o in done)]

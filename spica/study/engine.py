@@ -28,8 +28,8 @@ from vizier.service import clients  # noqa: E402
 from vizier.service import pyvizier as svz  # noqa: E402
 from vizier.service.protos import study_pb2, vizier_service_pb2  # noqa: E402
 
-from spica.study.candidates import CandidateSet, SpaceFillingDesigner  # noqa: E402
 from spica.study.fast_designer import FastDesigner, FastSettings, warm_up  # noqa: E402
+from spica.study.points import PointSet, SpaceFillingDesigner  # noqa: E402
 from spica.study.vizier_internals import gp_ucb_pe, pythia_service, resources, vizier_client, vizier_service  # noqa: E402
 
 OWNER = "spica"
@@ -42,7 +42,7 @@ class DesignerSpec:
 
     algorithm: str
     seed: int
-    candidates: CandidateSet | None
+    candidates: PointSet | None
     settings: FastSettings
 
     def designer(self, problem: vz.ProblemStatement, salt: int) -> vza.Designer:

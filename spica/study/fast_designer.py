@@ -42,8 +42,8 @@ import numpy as np  # noqa: E402
 from vizier import algorithms as vza  # noqa: E402
 from vizier import pyvizier as vz  # noqa: E402
 
-from spica.study.candidates import (  # noqa: E402
-    CandidateSet,
+from spica.study.points import (  # noqa: E402
+    PointSet,
     Features,
     feature_converter,
     features_of,
@@ -94,7 +94,7 @@ class FastDesigner(vza.Designer):
     def __init__(
         self,
         problem: vz.ProblemStatement,
-        candidates: CandidateSet | None,
+        candidates: PointSet | None,
         *,
         seed: int,
         salt: int,
@@ -246,7 +246,7 @@ class FastDesigner(vza.Designer):
 
 def warm_up(
     problem: vz.ProblemStatement,
-    candidates: CandidateSet | None,
+    candidates: PointSet | None,
     *,
     asks: AskPlan,
     seed: int,
@@ -316,7 +316,7 @@ def wait_for_warm_ups() -> None:
 
 
 
-def _made_up_trials(problem: vz.ProblemStatement, candidates: CandidateSet | None, completed: int, active: int) -> list[vz.Trial]:
+def _made_up_trials(problem: vz.ProblemStatement, candidates: PointSet | None, completed: int, active: int) -> list[vz.Trial]:
     """`completed` trials with random results, then `active` ones without."""
     rng = np.random.default_rng(0)
     points = quasi_random_suggestions(problem, candidates, set(), completed + active, seed=0, offset=0)

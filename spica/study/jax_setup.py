@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from spica.paths import cache_root
+from spica.core.paths import cache_root
 
 
 def cache_dir() -> Path:

@@ -18,8 +18,8 @@ from vizier.service import pyvizier as svz
 
 from spica.study import engine, fast_designer, vizier_space
 from spica.study.base import AskPlan, RecordedTrials, Trial, check_ask_count
-from spica.study.candidates import CandidateSet
 from spica.study.params import Objective, Param, Suggestion, check_objectives, check_params, coerce_point, point_key
+from spica.study.points import PointSet
 
 
 class VizierStudy(RecordedTrials):
@@ -75,7 +75,7 @@ class VizierStudy(RecordedTrials):
         config.algorithm = engine.DESIGNERS[self._algorithm].stored_as
         pool = None
         if self._pool is not None and engine.DESIGNERS[self._algorithm].pool_aware:
-            pool = CandidateSet.build(problem, [vizier_space.to_vizier(self._params, p) for p in self._pool])
+            pool = PointSet.build(problem, [vizier_space.to_vizier(self._params, p) for p in self._pool])
         spec = engine.DesignerSpec(self._algorithm, seed, pool, fast_designer.FastSettings())
         study = engine.engine_for(storage_dir).open_study(config, self._vizier_id, spec)
         warm_up = engine.DESIGNERS[self._algorithm].warm_up

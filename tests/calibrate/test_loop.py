@@ -29,11 +29,11 @@ from pathlib import Path
 
 import pytest
 
+from spica.core.paths import cache_root
 from spica.evaluation.calibration import load_calibration
-from spica.evaluation.replay import _token_position
 from spica.evaluation.deployment import ReplayCall
+from spica.evaluation.replay import _token_position
 from spica.evaluation.timing import materialize_engine_args
-from spica.paths import cache_root
 from spica.search import run_smart_search
 from tests.search.test_search import small
 

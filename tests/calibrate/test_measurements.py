@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from spica.calibrate.measurements import SILICON_COLUMNS, Measurement, Skipped, read_measurements, read_silicon_csv
-from spica.errors import UserError
+from spica.calibrate.formats import read_measurements
+from spica.calibrate.measurements import SILICON_COLUMNS, Measurement, Skipped, read_silicon_csv
+from spica.core.errors import UserError
 
 SHIPPED = Path(__import__("aiconfigurator_core").__file__).parent / "systems" / "silicon_sample.csv"
 COLUMNS = list(SILICON_COLUMNS) + [f"{role}_{name}" for role in ("prefill", "decode") for name in

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from spica.config.presets import LOAD_PREDICTORS, PLANNER_FPM_SAMPLING, PLANNER_LOAD_SENSITIVITY, PLANNER_SCALING_POLICIES
+from spica.core.candidate import Candidate
 from spica.planner.config import unroll_planner_fields
-from spica.results.ledger import Candidate
 
 SCHEMA = Path(__file__).resolve().parents[2] / ".." / "shared" / "dynamo" / "dgd_v1beta1.schema.json"
 SLA = SimpleNamespace(ttft_ms=500.0, itl_ms=30.0, e2e_ms=None)

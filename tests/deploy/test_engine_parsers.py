@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from dgd_checks import MATRIX, SLA, candidate, components, main_container, unrolled
 
+from spica.core.paths import cache_root
 from spica.deploy.manifest import dynamo_manifest
-from spica.paths import cache_root
 
 HERE = Path(__file__).resolve().parent / "engines"
 REPO = Path(__file__).resolve().parents[2]

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from dgd_checks import SLA, candidate, components, main_container, unrolled
 
+from spica.config.deploy import DeploySettings, deploy_settings
 from spica.config.errors import ConfigError
 from spica.deploy.manifest import dynamo_manifest, manifest_yaml
-from spica.deploy.settings import DeploySettings, deploy_settings
 from spica.deploy.versions import engine_versions, version_note
 
 

@@ -11,7 +11,7 @@ import yaml
 from dgd_checks import candidate, unrolled
 
 from spica.cli import compose
-from spica.deploy.settings import DeploySettings
+from spica.config.deploy import DeploySettings
 from spica.plan import compile_plan
 from spica.results.report import write_results
 

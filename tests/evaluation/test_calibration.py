@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from spica.errors import UserError
+from spica.core.errors import UserError
 from spica.evaluation.calibration import Calibration, Correction, candidate_fields, describe, for_search, load_calibration
 from spica.evaluation.deployment import build_replay_call, WorkloadSpec
 from spica.evaluation.replay import run_replay

@@ -7,9 +7,9 @@ import json
 import pytest
 from dynamo.mocker.config import normalize_mocker_config
 
+from spica.core.sla import SlaBounds
 from spica.evaluation.deployment import (
     ReplayCall,
-    SlaBounds,
     WorkloadSpec,
     build_replay_call,
     engine_args,

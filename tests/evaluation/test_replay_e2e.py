@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from spica.evaluation.deployment import ReplayCall, SlaBounds, WorkloadSpec, build_replay_call
-from spica.evaluation.replay import _capped_worker, run_replay
+from spica.core.sla import SlaBounds
+from spica.evaluation.deployment import ReplayCall, WorkloadSpec, build_replay_call
+from spica.evaluation.replay import capped_worker, run_replay
 from spica.evaluation.score import objective_values, provisioned_gpus
 
 pytestmark = pytest.mark.e2e
@@ -88,7 +89,7 @@ def test_time_cap_kills_a_long_replay(agg_candidate):
     endless = WorkloadSpec(kind="synthetic", isl=1000, osl=100, request_count=200_000, concurrency=64)
     outcome = run_replay(build_replay_call(agg_candidate(), endless), timeout_s=1.0)
     assert (outcome.status, outcome.reason, outcome.message) == ("timeout", "time_cap", "replay exceeded the 1 s time cap")
-    assert _capped_worker._process is None  # killed, to be replaced on the next capped call
+    assert capped_worker._process is None  # killed, to be replaced on the next capped call
 
 
 def test_capped_replay_matches_in_process_replay(agg_candidate):
@@ -103,24 +104,24 @@ def test_capped_replay_matches_in_process_replay(agg_candidate):
 def test_capped_worker_is_replaced_when_it_dies_between_calls(agg_candidate):
     call = build_replay_call(agg_candidate(), SMALL)
     assert run_replay(call, timeout_s=120.0).status == "ok"
-    _capped_worker._process.kill()
-    _capped_worker._process.join()
+    capped_worker._process.kill()
+    capped_worker._process.join()
     assert run_replay(call, timeout_s=120.0).status == "ok"
 
 
 def test_a_replay_child_killed_under_its_replay_is_replaced_and_the_replay_retried(agg_candidate, monkeypatch):
     """A scheduler signals every process of a job: a killed child costs a retry, not the candidate."""
-    start, killed = _capped_worker._ensure_started, []
+    start, killed = capped_worker._ensure_started, []
 
     def started_then_killed():
         connection = start()
         if not killed:
-            _capped_worker._process.kill()  # a real SIGKILL before the child answers
-            _capped_worker._process.join()
+            capped_worker._process.kill()  # a real SIGKILL before the child answers
+            capped_worker._process.join()
             killed.append(True)
         return connection
 
-    monkeypatch.setattr(_capped_worker, "_ensure_started", started_then_killed)
+    monkeypatch.setattr(capped_worker, "_ensure_started", started_then_killed)
     outcome = run_replay(build_replay_call(agg_candidate(), SMALL), timeout_s=120.0)
     assert killed and outcome.status == "ok", outcome.message
 
@@ -132,7 +133,7 @@ def test_a_replay_child_that_cannot_start_costs_a_retry_then_is_a_transient_fail
     (measured again on resume), and the next capped replay starts a child as usual."""
     import multiprocessing.context
 
-    _capped_worker._stop()
+    capped_worker._stop()
     real, failures = multiprocessing.context.ForkServerProcess._Popen, []
 
     def dying_forkserver(process):
@@ -181,7 +182,7 @@ def test_a_timing_table_lost_under_the_replay_is_rebuilt(agg_candidate, monkeypa
 
 
 def test_a_timing_cache_that_cannot_be_written_fails_as_transient(agg_candidate, tmp_path: Path, monkeypatch):
-    from spica.results.ledger import Candidate
+    from spica.core.candidate import Candidate
 
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("SPICA_CACHE_DIR", str(tmp_path / "file" / "cache"))  # a cache under a file

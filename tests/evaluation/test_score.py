@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spica.core.pareto import dominates
 from spica.evaluation.score import (
-    dominates,
     objective_values,
     pareto_front,
     provisioned_gpus,

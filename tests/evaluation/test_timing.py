@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spica.evaluation.deployment import ais_perf_config, engine_args
+from spica.evaluation.deployment import engine_args
+from spica.space.timeable import ais_perf_config
 from spica.evaluation.timing import (
     _geometric_grid,
     ensure_table,

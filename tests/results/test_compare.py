@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_page import count, ledger, local_file, opened, summary
 
-from spica.errors import UserError
+from spica.core.errors import UserError
 from spica.results.compare import compare, config_differences, results_folders
 from spica.results.saved import SavedSearch
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from spica.config.errors import ConfigError
-from spica.results.ledger import Candidate, Journal, ensure_results_folder
+from spica.core.candidate import Candidate
+from spica.results.ledger import Journal, ensure_results_folder
 
 
 def record(index: int, plan: str = "plan") -> Candidate:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from spica.core.candidate import Candidate
 from spica.evaluation.score import pareto_front
-from spica.results.ledger import Candidate
 from spica.results.plot import plot_results, results_figure
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-import spica.plan
 from runner.launch import collect, submit_plan
 from spica.config import SmartSearchConfig
-from spica.results.ledger import TRANSIENT_REASONS
+from spica.core.candidate import TRANSIENT_REASONS
+import spica.plan
 
 pytestmark = pytest.mark.e2e
 

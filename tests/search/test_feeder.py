@@ -6,7 +6,7 @@ from concurrent.futures import Future
 
 import pytest
 
-from spica.errors import DeadPoolError
+from spica.core.errors import DeadPoolError
 from spica.search.feeder import Feeder
 
 

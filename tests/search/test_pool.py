@@ -43,7 +43,7 @@ def test_a_pool_whose_workers_cannot_start_names_the_main_guard(tmp_path):
     script.write_text("from spica.search.pool import ProcessPool, run_all\nprint(run_all(ProcessPool(2), abs, [-1, -2]))\n")
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
-    assert 'spica.errors.DeadPoolError: the evaluation worker pool died.' in run.stderr
+    assert 'spica.core.errors.DeadPoolError: the evaluation worker pool died.' in run.stderr
     assert 'if __name__ == "__main__":' in run.stderr
 
 
@@ -99,7 +99,7 @@ def test_a_stop_held_back_by_an_import_is_raised_before_the_main_thread_starts_a
     import importlib
     import sys
 
-    from spica.stops import Terminated, starting_processes, stop_signals
+    from spica.core.stops import Terminated, starting_processes, stop_signals
 
     (tmp_path / "stopped_while_it_imports.py").write_text("import _thread, signal\n_thread.interrupt_main(signal.SIGTERM)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -120,7 +120,7 @@ def test_once_a_stop_has_arrived_no_thread_starts_a_process():
     import time
 
     from spica.search import pool
-    from spica.stops import stop_signals
+    from spica.core.stops import stop_signals
 
     earlier = set(multiprocessing.active_children())  # other tests' pools may still be ending
     # as from a terminal: a suite started in a script's background inherits an ignored SIGINT,

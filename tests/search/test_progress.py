@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 import time
 
-from spica.results.ledger import Candidate
-from spica.search.progress import Progress, tell
+from spica.core.candidate import Candidate
+from spica.core.console import tell
+from spica.search.progress import Progress
 
 
 class _ClosedPipe(io.StringIO):

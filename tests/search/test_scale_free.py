@@ -9,9 +9,10 @@ import pytest
 
 from spica.config import SmartSearchConfig
 from spica.evaluation import score
+from spica.plan import scale_free
 from spica.results.table import SCALE_NOTE, format_results
 from spica.search import run_smart_search
-from spica.search.branches import branches_for, scale_free, searched_branch
+from spica.search.branches import branches_for, searched_branch
 
 
 def config(space=None, workload=None, goal=None, sweep=None) -> SmartSearchConfig:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from spica.paths import cache_root
+from spica.core.paths import cache_root
 
 # Read at collection, before conftest points SPICA_CACHE_DIR at a temp dir: the venv costs
 # minutes to build and belongs in the user's real cache.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spica.errors import UserError
+from spica.core.errors import UserError
 from spica.space import SpaceRequest, enumerate_branches
 
 MIXED = dict(

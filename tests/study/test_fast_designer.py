@@ -9,9 +9,9 @@ from vizier import pyvizier as vz
 
 from spica.study import fast_designer
 from spica.study.base import AskPlan
-from spica.study.candidates import CandidateSet, quasi_random_suggestions
 from spica.study.fast_designer import FastDesigner, FastSettings, warm_up
 from spica.study.params import Objective, Param
+from spica.study.points import PointSet, quasi_random_suggestions
 from spica.study.vizier_space import problem_statement, to_vizier
 
 PARAMS = [
@@ -22,7 +22,7 @@ PARAMS = [
 ]
 
 
-def _pool(size: int) -> tuple[vz.ProblemStatement, CandidateSet]:
+def _pool(size: int) -> tuple[vz.ProblemStatement, PointSet]:
     rng = np.random.default_rng(1)
     points = [
         to_vizier(PARAMS, {"ratio": float(rng.uniform(0.1, 2.0)), "log2_gpus": int(rng.integers(0, 6)),
@@ -30,10 +30,10 @@ def _pool(size: int) -> tuple[vz.ProblemStatement, CandidateSet]:
         for _ in range(size)
     ]
     problem = problem_statement(PARAMS, [Objective("throughput", "maximize")])
-    return problem, CandidateSet.build(problem, points)
+    return problem, PointSet.build(problem, points)
 
 
-def _picks(problem: vz.ProblemStatement, candidates: CandidateSet) -> list[int]:
+def _picks(problem: vz.ProblemStatement, candidates: PointSet) -> list[int]:
     """Four model-based picks after six results of a smooth made-up objective, two still pending."""
     suggestions = quasi_random_suggestions(problem, candidates, set(), 8, seed=3, offset=0)
     trials = []

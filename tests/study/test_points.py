@@ -1,4 +1,4 @@
-"""spica.study.candidates: a candidate set's features and keys are Vizier's own for every point,
+"""spica.study.points: a candidate set's features and keys are Vizier's own for every point,
 however they are computed."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from vizier import pyvizier as vz
 
-from spica.study.candidates import CandidateSet, feature_converter, features_of, parameter_key
 from spica.study.params import Objective, Param
+from spica.study.points import PointSet, feature_converter, features_of, parameter_key
 from spica.study.vizier_space import problem_statement, to_vizier
 
 PARAMS = [
@@ -30,7 +30,7 @@ def test_the_features_and_keys_of_every_point_are_vizier_s_own():
         for _ in range(300)
     ]
     problem = problem_statement(PARAMS, [Objective("throughput", "maximize")])
-    candidates = CandidateSet.build(problem, points)
+    candidates = PointSet.build(problem, points)
 
     parameters = [vz.ParameterDict(point) for point in points]
     expected = features_of(feature_converter(problem), [vz.TrialSuggestion(p) for p in parameters])

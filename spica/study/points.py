@@ -1,4 +1,4 @@
-"""Finite candidate sets in Vizier's terms, and the space-filling designers that use them.
+"""Finite point sets (Vizier's "candidates"), and the space-filling designers that use them.
 
 Spica's projected pool of valid configurations is finite (and often small). A designer
 that picks from it directly never wastes a trial on a point that projects onto one
@@ -94,7 +94,7 @@ def used_keys(trials: Sequence[vz.Trial], names: Sequence[str]) -> set[Parameter
 
 
 @dataclass(frozen=True)
-class CandidateSet:
+class PointSet:
     """A finite set of points in Vizier's parameters, with their GP features computed once.
 
     Built as a study opens, before its first round: the points stay plain mappings until one
@@ -108,7 +108,7 @@ class CandidateSet:
     keys: tuple[ParameterKey, ...]
 
     @classmethod
-    def build(cls, problem: vz.ProblemStatement, points: Sequence[Mapping[str, Any]]) -> CandidateSet:
+    def build(cls, problem: vz.ProblemStatement, points: Sequence[Mapping[str, Any]]) -> PointSet:
         names = tuple(pc.name for pc in problem.search_space.parameters)
         keys = tuple(tuple(_value_key(point[name]) for name in names) for point in points)
         return cls(names, tuple(points), _pool_features(feature_converter(problem), names, points), keys)
@@ -135,9 +135,9 @@ class CandidateSet:
     def _row(self) -> dict[ParameterKey, int]:
         return {key: row for row, key in enumerate(self.keys)}
 
-    def first(self, n: int) -> CandidateSet:
+    def first(self, n: int) -> PointSet:
         """The first n points: a smaller set whose features have the same columns and types."""
-        return CandidateSet(self.names, self.points[:n], self.features.take(range(min(n, len(self)))), self.keys[:n])
+        return PointSet(self.names, self.points[:n], self.features.take(range(min(n, len(self)))), self.keys[:n])
 
     def unused_mask(self, used: set[ParameterKey]) -> np.ndarray:
         return np.array([key not in used for key in self.keys], dtype=bool)
@@ -145,7 +145,7 @@ class CandidateSet:
 
 def quasi_random_suggestions(
     problem: vz.ProblemStatement,
-    candidates: CandidateSet | None,
+    candidates: PointSet | None,
     used: set[ParameterKey],
     count: int,
     *,
@@ -181,7 +181,7 @@ class SpaceFillingDesigner(vza.Designer):
     """
 
     def __init__(
-        self, problem: vz.ProblemStatement, candidates: CandidateSet | None, *, quasi: bool, seed: int, salt: int
+        self, problem: vz.ProblemStatement, candidates: PointSet | None, *, quasi: bool, seed: int, salt: int
     ) -> None:
         self._problem = problem
         self._candidates = candidates

@@ -5,25 +5,18 @@ config's `evaluation` block, its evaluation pool, the submitit executor plan job
 Hydra multirun jobs run on, and the container engines its jobs can enter. `evaluation.executor`,
 the command's pool, `runner.launch.submit_plan(cluster=...)`, `python -m runner.probe --cluster`
 and `hydra/launcher=spica_<name>` all read `EXECUTORS`, so adding an executor is an entry here
-plus its own module. Factories import runner/ when called: checking a config never imports
-submitit.
+plus its own module. An entry names its builders by import path (spica/core/lazy.py): runner/
+reads this registry, and checking a config never imports runner/ or submitit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel
 
 from spica.config.schema import PositiveInt, _Frozen
-
-if TYPE_CHECKING:
-    import submitit
-
-    from runner.executors import JobSpec
-    from spica.search.pool import EvaluationPool
 
 
 DEFAULT_IMAGE = "localhost/spica:latest"
@@ -53,40 +46,23 @@ class Executor:
     """The config's `evaluation.executor`, runner's `cluster`, and the Hydra launcher `spica_<name>`."""
     settings: type[BaseModel]
     """Its own keys of the `evaluation` block, their defaults and rules."""
-    jobs: Callable[[Path, "JobSpec"], "submitit.Executor"]
-    """(job folder, what every job gets) → the submitit executor of plan jobs, probes and Hydra
-    multirun jobs (runner.executors.make_executor checks the spec first)."""
-    pool: Callable[[BaseModel, Path, tuple[str, ...]], "EvaluationPool"] | None = None
-    """(its settings, its job folder, host paths a job reads) → the evaluation pool; None:
-    Spica's own process pool."""
+    jobs: str
+    """Import path of (job folder, runner.executors.JobSpec) → the submitit executor of plan jobs,
+    probes and Hydra multirun jobs (runner.executors.make_executor checks the spec first)."""
+    pool: str | None = None
+    """Import path of the evaluation pool (spica.search.pool's protocol), called as
+    (its job folder, mounts=host paths a job reads, **its settings); None: Spica's own process pool."""
     container_engines: tuple[str, ...] = ("podman",)
     """How its jobs may enter a container (runner/container.py)."""
-
-
-def _local_jobs(folder: Path, spec: JobSpec) -> submitit.Executor:
-    from runner.executors import local_jobs
-
-    return local_jobs(folder, spec)
-
-
-def _slurm_jobs(folder: Path, spec: JobSpec) -> submitit.Executor:
-    from runner.executors import slurm_jobs
-
-    return slurm_jobs(folder, spec)
-
-
-def _slurm_pool(settings: BaseModel, folder: Path, mounts: tuple[str, ...]) -> EvaluationPool:
-    from runner.slurm_pool import SlurmPool
-
-    return SlurmPool(folder, mounts=mounts, **settings.model_dump())
 
 
 EXECUTORS: Mapping[str, Executor] = {
     entry.name: entry
     for entry in (
-        Executor("local", LocalSettings, _local_jobs),
+        Executor("local", LocalSettings, "runner.executors:local_jobs"),
         # pyxis is a SLURM plugin: srun itself enters the container
-        Executor("slurm", SlurmSettings, _slurm_jobs, _slurm_pool, container_engines=("podman", "pyxis")),
+        Executor("slurm", SlurmSettings, "runner.executors:slurm_jobs", "runner.slurm_pool:SlurmPool",
+                 container_engines=("podman", "pyxis")),
     )
 }
 NAMES: tuple[str, ...] = tuple(EXECUTORS)

@@ -13,11 +13,17 @@ attention_dp, moe_tp, moe_ep: 1). An unrolled sample holds them all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
-from spica.quant import QUANT_NAMES
+from spica.core.quant import QUANT_NAMES
 
+Mode = Literal["agg", "disagg"]
 ROLES: Mapping[str, tuple[str, ...]] = {"agg": ("agg",), "disagg": ("prefill", "decode")}
+"""The worker roles of each deployment mode."""
+MODES: tuple[str, ...] = tuple(ROLES)
+EVERY_ROLE: tuple[str, ...] = tuple(role for roles in ROLES.values() for role in roles)
+SHAPE_KEYS = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep")
+"""One worker's parallel shape (spica.space.shapes.WorkerShape); a pool adds its `replicas`."""
 WORKER_TYPES = {"agg": "aggregated", "prefill": "prefill", "decode": "decode"}
 ROUTER_KNOBS = (
     "overlap_score_credit",
@@ -72,7 +78,7 @@ class Pool:
             role=role,
             hardware_sku=role_hardware_sku(unrolled, role),
             tp=int(unrolled[f"{shape}tp"]),
-            **{key: int(unrolled.get(f"{shape}{key}", 1)) for key in ("pp", "attention_dp", "moe_tp", "moe_ep")},
+            **{key: int(unrolled.get(f"{shape}{key}", 1)) for key in SHAPE_KEYS[1:]},
             strategy=unrolled.get(f"{shape}strategy"),
             replicas=int(unrolled.get(f"{shape}replicas", 1)),
             max_num_seqs=read("max_num_seqs", int),

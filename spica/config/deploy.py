@@ -10,13 +10,15 @@ changes a score, so they live beside the plan, like `evaluation:`.
 from __future__ import annotations
 
 import re
+from importlib.metadata import version
 from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from spica.config.errors import ConfigError, format_validation_error
-from spica.deploy.versions import DYNAMO_VERSION
 
+DYNAMO_VERSION = version("ai-dynamo")
+"""The installed ai-dynamo release: the Replay that scores, and the default tag of every image."""
 K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 

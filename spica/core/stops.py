@@ -129,7 +129,7 @@ def starting_processes() -> Iterator[None]:
       reaches the terminal's whole process group) cannot kill them with a traceback. The caller
       alone handles it, and the workers then ignore it (_worker_setup). One pressed meanwhile is
       not lost: another thread takes it, or this one once it is unblocked.
-    - On the main thread, a stop held back while it imported (spica/stops.py) is raised here
+    - On the main thread, a stop held back while it imported (spica/core/stops.py) is raised here
       first, before anything starts: a search stopped by SIGTERM to its process group while it
       imported went on for ~1.5 s, started a forkserver in place of the one the signal had
       ended, and a worker forked for it then read semaphores the command's exit had removed
