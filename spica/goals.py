@@ -7,7 +7,8 @@ results all read this table: adding a goal is one entry here plus `conf/goal/<na
 
 Values are read from the summary, never recomputed from requests. Per-GPU values divide by the
 time-averaged provisioned GPUs (gpu_hours / duration), so a Planner that scales workers down
-during the replay is credited for the GPUs it gave back.
+during the replay is credited for the GPUs it gave back; so do costs, which multiply those GPUs
+by the candidate's price per GPU-hour (goal.gpu_hour_price, in the user's currency).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any, Callable, Literal, Mapping
 
 PlannerTarget = Literal["sla", "latency", "throughput"]
 SlaNeed = Literal["none", "goodput", "any"]
-Reader = Callable[[Mapping[str, Any], float], "float | None"]
-"""(Replay summary, provisioned GPUs) → the value; None when this replay cannot tell it."""
+Reader = Callable[[Mapping[str, Any], float, "float | None"], "float | None"]
+"""(Replay summary, provisioned GPUs, price per GPU-hour or None) → the value; None when this replay cannot tell it."""
 
 
 @dataclass(frozen=True)
@@ -33,16 +34,25 @@ class Goal:
     pareto_objective: bool = True  # may be traded on a Pareto front
     gpus: bool = False  # the value is the candidate's GPUs: known before its replay
     extensive: bool = False  # the value grows with the deployment's size (k× replicas at k× load: k× the value)
+    priced: bool = False  # needs goal.gpu_hour_price
 
 
 def _summary(key: str, per_gpu: bool = False) -> Reader:
-    def read(summary: Mapping[str, Any], gpus: float) -> float | None:
+    def read(summary: Mapping[str, Any], gpus: float, price: float | None) -> float | None:
         value = summary.get(key)
         if value is None:
             return None
         return float(value) / gpus if per_gpu else float(value)
 
     return read
+
+
+def _cost_per_mtok(summary: Mapping[str, Any], gpus: float, price: float | None) -> float | None:
+    """Price × provisioned GPU-hours per million output tokens; None without a price or output."""
+    tokens_per_s = float(summary.get("output_throughput_tok_s") or 0.0)
+    if price is None or tokens_per_s <= 0:
+        return None
+    return price * gpus / 3600.0 / tokens_per_s * 1e6
 
 
 GOALS: dict[str, Goal] = {
@@ -57,8 +67,13 @@ GOALS: dict[str, Goal] = {
              extensive=True),
         Goal("goodput_per_gpu", True, _summary("goodput_output_throughput_tok_s", per_gpu=True), "good tok/s/GPU",
              planner_target="sla", needs_sla="goodput"),
-        Goal("min_gpus", False, lambda summary, gpus: gpus, "GPUs", planner_target="sla", needs_sla="any",
+        Goal("min_gpus", False, lambda summary, gpus, price: gpus, "GPUs", planner_target="sla", needs_sla="any",
              sla_constrained=True, pareto_objective=False, gpus=True, extensive=True),
+        Goal("cost_per_mtok", False, _cost_per_mtok, "price/Mtok", priced=True),
+        # like min_gpus, priced: within a branch (one system, or one prefill/decode pair) the cost orders as the GPUs do
+        Goal("min_cost", False, lambda summary, gpus, price: None if price is None else price * gpus, "price/h",
+             planner_target="sla", needs_sla="any", sla_constrained=True, pareto_objective=False, gpus=True, extensive=True,
+             priced=True),
     )
 }
 PARETO = "pareto"  # not a goal of its own: a front over several goals' values

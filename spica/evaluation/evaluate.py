@@ -121,8 +121,12 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
         reason = f"{category}: {outcome.message}" if outcome.message else category
         return Evaluation(status, reason, metrics=metrics, replay_input=replay_input,
                           seconds=time.perf_counter() - started, provenance=provenance)
-    objectives = score.objective_values(outcome.summary)
+    price = score.gpu_hour_price(config.goal.gpu_hour_price, ((pool.hardware_sku, pool.total_gpus) for pool in view.pools))
+    objectives = score.objective_values(outcome.summary, price)
     metrics |= {"provisioned_gpus": score.provisioned_gpus(outcome.summary)}
+    if price is not None:  # what the candidate costs, whichever goal chose it (tables, report, manifest)
+        metrics |= {"gpu_hour_price": price, "cost_per_hour": objectives["min_cost"]}
+        metrics |= {"cost_per_mtok": objectives["cost_per_mtok"]} if "cost_per_mtok" in objectives else {}
     status, reason = "feasible", None
     goal = config.goal
     misses = score.sla_misses(outcome.summary, goal.sla_bounds, goal.min_goodput_rps) if goal.sla_constrained else []

@@ -27,10 +27,20 @@ def provisioned_gpus(summary: Mapping[str, Any]) -> float:
     return float(summary["gpu_hours"]) / (duration_ms / MS_PER_HOUR)
 
 
-def objective_values(summary: Mapping[str, Any]) -> dict[str, float]:
-    """Every objective the summary supports; goodput ones only when the replay had an SLA."""
+def gpu_hour_price(prices: Mapping[str, float] | None, pools: Iterable[tuple[str, int]]) -> float | None:
+    """A candidate's price per GPU-hour from its pools' (system, GPUs): one system's price, or a
+    mixed pair's weighted by each role's GPUs as deployed (None: no prices given)."""
+    if prices is None:
+        return None
+    pools = list(pools)
+    return sum(prices[sku] * gpus for sku, gpus in pools) / sum(gpus for _, gpus in pools)
+
+
+def objective_values(summary: Mapping[str, Any], price: float | None = None) -> dict[str, float]:
+    """Every objective the summary supports; goodput ones only when the replay had an SLA, cost
+    ones only with a price per GPU-hour."""
     gpus = provisioned_gpus(summary)
-    values = {name: goal.read(summary, gpus) for name, goal in GOALS.items()}
+    values = {name: goal.read(summary, gpus, price) for name, goal in GOALS.items()}
     return {name: value for name, value in values.items() if value is not None}
 
 

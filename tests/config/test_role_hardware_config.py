@@ -19,11 +19,26 @@ def errors(**space) -> list[str]:
 
 def test_each_role_defaults_to_hardware_sku() -> None:
     space = SearchSpace(**MIXED)
-    assert space.role_hardware_skus() == {"prefill": "h100_sxm", "decode": "h200_sxm"}
+    assert space.system_assignments() == [("h200_sxm", "h100_sxm", None)]
     assert space.hardware_skus == ("h100_sxm", "h200_sxm")
     assert SearchSpace(model_name="m", hardware_sku="h200_sxm").hardware_skus == ("h200_sxm",)
     budgets = SearchSpace(**MIXED, gpu_budget=8, gpu_budget_per_sku={"h100_sxm": 4, "h200_sxm": 4})
     assert budgets.gpu_budget_per_sku == {"h100_sxm": 4, "h200_sxm": 4}
+
+
+def test_a_list_of_systems_is_searched_and_one_listed_system_is_the_scalar() -> None:
+    assert SearchSpace(model_name="m", hardware_sku=["h200_sxm"]).hardware_sku == "h200_sxm"
+    listed = SearchSpace(model_name="m", hardware_sku=["h100_sxm", "h200_sxm"])
+    assert listed.system_assignments() == [("h100_sxm", None, None), ("h200_sxm", None, None)]
+    assert listed.hardware_skus == ("h100_sxm", "h200_sxm")
+    pairs = SearchSpace(**{**MIXED, "prefill_hardware_sku": ["h100_sxm", "h200_sxm"], "decode_hardware_sku": ["h200_sxm", "b200_sxm"]})
+    assert pairs.system_assignments() == [
+        ("h200_sxm", "h100_sxm", "h200_sxm"), ("h200_sxm", "h100_sxm", "b200_sxm"),
+        ("h200_sxm", "h200_sxm", "h200_sxm"), ("h200_sxm", "h200_sxm", "b200_sxm"),
+    ]
+    assert pairs.hardware_skus == ("h100_sxm", "h200_sxm", "b200_sxm")
+    assert errors(hardware_sku=["h200_sxm", "h200_sxm"]) == ["search_space.hardware_sku: 'h200_sxm' is listed twice"]
+    assert errors(hardware_sku=[])[0] == "search_space.hardware_sku: needs at least one system"
 
 
 def test_per_role_hardware_needs_a_disagg_only_space() -> None:
