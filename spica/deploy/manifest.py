@@ -110,7 +110,14 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
         **({"spica/calibration": u[CALIBRATION_FIELD]["id"]} if u.get(CALIBRATION_FIELD) else {}),  # scaled timing scored it
         **({"spica/hardware": ", ".join(f"{p.role} {p.hardware_sku}" for p in candidate.view.pools)}
            if candidate.view.pinned_hardware else {}),  # scored per role on these systems
+        **({"spica/cost": cost_note(candidate.metrics)} if "cost_per_hour" in candidate.metrics else {}),  # at goal.gpu_hour_price
     }
+
+
+def cost_note(metrics: Mapping[str, Any]) -> str:
+    """What the scored deployment costs, in the unit of goal.gpu_hour_price."""
+    per_mtok = f"{metrics['cost_per_mtok']:.4g} per million output tokens, " if "cost_per_mtok" in metrics else ""
+    return f"{per_mtok}{metrics['cost_per_hour']:.4g} per hour at {metrics['gpu_hour_price']:.4g} per GPU-hour"
 
 
 def dynamo_manifest(
