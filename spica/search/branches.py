@@ -75,6 +75,7 @@ def branches_for(config: SmartSearchConfig) -> list[Branch]:
     try:
         if len(requests) > 1:
             _check_known_systems(config)
+        _check_power_figures(config)
         for request in requests:
             try:
                 found = enumerate_branches(request)
@@ -105,6 +106,14 @@ def _check_known_systems(config: SmartSearchConfig) -> None:
             if sku not in known:
                 where = f"{name}[{index}]" if isinstance(listed, list) else name
                 raise UserError(f"search_space.{where}: {sku!r} is not a system AI Configurator knows; known: {', '.join(known)}")
+
+
+def _check_power_figures(config: SmartSearchConfig) -> None:
+    """An energy goal needs every system's GPU power from AI Configurator's system spec."""
+    powered = [name for name in config.goal.objectives if GOALS[name].powered]
+    for sku in config.search_space.hardware_skus if powered else ():
+        if capacity.gpu_power_w(sku) is None:
+            raise UserError(f"goal: {powered[0]} needs each GPU's power; AI Configurator's system spec for {sku} states none")
 
 
 def format_branches(branches: list[Branch]) -> str:

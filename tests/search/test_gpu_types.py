@@ -27,14 +27,14 @@ def search(shared_dir, goal: dict, menu: list[dict]) -> SmartSearchConfig:
             "planner_scaling_policy": ["disabled"], "agg_max_num_seqs": [256], "agg_max_num_batched_tokens": [16384],
         },
         "workload": {"trace_path": str(shared_dir / "data" / "mooncake" / "conversation_trace_15min.jsonl")},
-        "goal": {**goal, "gpu_hour_price": PRICES},
+        "goal": goal,
         "sweep": {"algorithm": "grid", "parallel_evals": 2, "max_eval_seconds": None},
     })
 
 
 @pytest.fixture(scope="module")
 def min_cost(shared_dir, tmp_path_factory):
-    config = search(shared_dir, {"target": "min_cost", "sla": {"ttft_ms": 2000, "itl_ms": 50}}, MENU)
+    config = search(shared_dir, {"target": "min_cost", "sla": {"ttft_ms": 2000, "itl_ms": 50}, "gpu_hour_price": PRICES}, MENU)
     folder = tmp_path_factory.mktemp("min_cost")
     return config, run_smart_search(config, results_dir=folder), folder
 
@@ -76,10 +76,35 @@ def test_the_results_say_each_deployments_system_and_cost(min_cost):
 
 def test_a_cost_pareto_front_spans_gpu_types(shared_dir, tmp_path):
     menu = [{"tp": 1, "replicas": r} for r in (4, 8)] + [{"tp": 2, "replicas": r} for r in (2, 4)]
-    config = search(shared_dir, {"target": "pareto", "pareto_objectives": ["cost_per_mtok", "throughput_per_user"]}, menu)
+    config = search(shared_dir, {"target": "pareto", "pareto_objectives": ["cost_per_mtok", "throughput_per_user"], "gpu_hour_price": PRICES}, menu)
     results = run_smart_search(config, results_dir=tmp_path)
     assert len(results.ledger) == len(menu) * len(SYSTEMS)
     systems = {candidate.unrolled["hardware_sku"] for candidate in results}
     assert len(systems) > 1, [c.label() for c in results]
     cheapest = min(results, key=lambda c: c.objectives["cost_per_mtok"])
     assert cheapest.objectives["cost_per_mtok"] == min(c.objectives["cost_per_mtok"] for c in results.ledger if c.feasible)
+
+
+def test_energy_per_mtok_is_each_gpus_board_power_over_its_provisioned_hours(shared_dir, tmp_path):
+    """AI Configurator's system specs: h100_sxm and h200_sxm 700 W, b200_sxm 1,000 W per GPU."""
+    config = search(shared_dir, {"target": "energy_per_mtok"}, [{"tp": 1, "replicas": 4}])
+    results = run_smart_search(config, results_dir=tmp_path)
+    watts = {"h100_sxm": 700.0, "h200_sxm": 700.0, "b200_sxm": 1000.0}
+    for candidate in results.ledger:
+        metrics = candidate.metrics
+        mtok_per_hour = metrics["output_throughput_tok_s"] * 3600 / 1e6
+        expected = watts[candidate.unrolled["hardware_sku"]] / 1000 * metrics["provisioned_gpus"] / mtok_per_hour
+        assert candidate.objectives["energy_per_mtok"] == pytest.approx(expected)
+    assert [c.unrolled["hardware_sku"] for c in results] == sorted(SYSTEMS, key=lambda s: next(
+        c.objectives["energy_per_mtok"] for c in results.ledger if c.unrolled["hardware_sku"] == s))
+
+
+def test_an_energy_goal_on_a_system_whose_spec_states_no_power_is_refused(shared_dir, monkeypatch):
+    from spica.config import ConfigError
+    from spica.search.branches import branches_for
+    from spica.space import capacity
+
+    monkeypatch.setattr(capacity, "gpu_power_w", lambda system: None if system == "h200_sxm" else 700.0)
+    with pytest.raises(ConfigError) as refused:
+        branches_for(search(shared_dir, {"target": "energy_per_mtok"}, [{"tp": 1, "replicas": 4}]))
+    assert refused.value.lines == ["goal: energy_per_mtok needs each GPU's power; AI Configurator's system spec for h200_sxm states none"]
