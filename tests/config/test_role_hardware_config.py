@@ -68,3 +68,15 @@ def test_per_sku_budgets_keep_the_planner_from_scaling_past_a_system(config_warn
         "search_space.gpu_budget_per_sku: the Planner scales against the total GPU budget only; planner_scaling_policy "
         "throughput_180_5 could take a system past its budget (use planner_scaling_policy: [disabled])"
     ]
+
+
+def test_a_one_system_list_plans_as_the_scalar_and_no_prices_leave_the_scores_fingerprint_alone() -> None:
+    """Existing configs keep their plan and scores fingerprints (results folders resume)."""
+    from spica.plan import compile_plan
+
+    def plan(**space):
+        return compile_plan(SmartSearchConfig.from_mapping({"search_space": {**MIXED, "prefill_hardware_sku": None, **space}, "workload": WORKLOAD}))
+
+    scalar, listed = plan(), plan(hardware_sku=["h200_sxm"])
+    assert (listed.fingerprint, listed.scores_fingerprint) == (scalar.fingerprint, scalar.scores_fingerprint)
+    assert "gpu_hour_price" not in scalar.body()["config"]["goal"]
