@@ -108,3 +108,38 @@ def test_an_energy_goal_on_a_system_whose_spec_states_no_power_is_refused(shared
     with pytest.raises(ConfigError) as refused:
         branches_for(search(shared_dir, {"target": "energy_per_mtok"}, [{"tp": 1, "replicas": 4}]))
     assert refused.value.lines == ["goal: energy_per_mtok needs each GPU's power; AI Configurator's system spec for h200_sxm states none"]
+
+
+def test_per_role_lists_give_a_branch_per_pair_and_per_system_budgets_cap_their_own(shared_dir):
+    from spica.search.branches import branches_for
+
+    def space(**fields):
+        return SmartSearchConfig.from_mapping({
+            "search_space": {"model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm", "gpu_budget": 4, "backend": ["vllm"],
+                             "router_mode": ["round_robin"], "planner_scaling_policy": ["disabled"], **fields},
+            "workload": {"isl": 1000, "osl": 100, "concurrency": 4, "num_request_ratio": 2},
+        })
+
+    pairs = branches_for(space(deployment_mode=["disagg"], prefill_hardware_sku=["h100_sxm", "h200_sxm"]))
+    assert [(b.name, dict(b.role_skus)) for b in pairs] == [
+        ("disagg@h100_sxm/h200_sxm", {"prefill": "h100_sxm", "decode": "h200_sxm"}),
+        ("disagg@h200_sxm", {"prefill": "h200_sxm", "decode": "h200_sxm"}),
+    ]
+    capped = branches_for(space(deployment_mode=["agg"], hardware_sku=["h100_sxm", "h200_sxm"], gpu_budget_per_sku={"h100_sxm": 2}))
+    assert {b.name: max(c.used_gpus for c in b.configs) for b in capped} == {"agg@h100_sxm": 2, "agg@h200_sxm": 4}
+
+
+def test_a_listed_system_without_perf_data_for_the_backends_is_dropped_with_a_warning(caplog):
+    """b60 has vLLM perf data only in AI Configurator 0.12: an SGLang search goes on without it."""
+    import logging
+
+    from spica.search.branches import branches_for
+
+    caplog.set_level(logging.WARNING, logger="spica.space")
+    config = SmartSearchConfig.from_mapping({
+        "search_space": {"model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": ["b60", "h200_sxm"], "gpu_budget": 2, "backend": ["sglang"],
+                         "deployment_mode": ["agg"], "router_mode": ["round_robin"], "planner_scaling_policy": ["disabled"]},
+        "workload": {"isl": 1000, "osl": 100, "concurrency": 4, "num_request_ratio": 2},
+    })
+    assert [branch.name for branch in branches_for(config)] == ["agg@h200_sxm"]
+    assert "b60 dropped from the search: search_space.hardware_sku: 'b60' has no AI Configurator 0.12.0 perf data for sglang" in caplog.text
