@@ -329,7 +329,7 @@ class Branch:
     @property
     def systems(self) -> str:
         """The branch's system, or its prefill/decode pair when they differ."""
-        return "/".join(dict.fromkeys(self.role_skus.values()))
+        return "+".join(dict.fromkeys(self.role_skus.values()))
 
     @property
     def name(self) -> str:

@@ -122,7 +122,7 @@ def test_per_role_lists_give_a_branch_per_pair_and_per_system_budgets_cap_their_
 
     pairs = branches_for(space(deployment_mode=["disagg"], prefill_hardware_sku=["h100_sxm", "h200_sxm"]))
     assert [(b.name, dict(b.role_skus)) for b in pairs] == [
-        ("disagg@h100_sxm/h200_sxm", {"prefill": "h100_sxm", "decode": "h200_sxm"}),
+        ("disagg@h100_sxm+h200_sxm", {"prefill": "h100_sxm", "decode": "h200_sxm"}),
         ("disagg@h200_sxm", {"prefill": "h200_sxm", "decode": "h200_sxm"}),
     ]
     capped = branches_for(space(deployment_mode=["agg"], hardware_sku=["h100_sxm", "h200_sxm"], gpu_budget_per_sku={"h100_sxm": 2}))
