@@ -96,7 +96,8 @@ class Plan:
             "versions": {name: version for name, version in self.versions.items() if name in VERSIONED_PACKAGES},
             "trace_sha256": self.trace_sha256,
             "workload": _workload_body(config),
-            "goal": config.goal.model_dump(mode="json"),
+            # no prices, no key: earlier results folders keep their fingerprint
+            "goal": config.goal.model_dump(mode="json", exclude={"gpu_hour_price"} if config.goal.gpu_hour_price is None else None),
             "timing": config.sweep.timing,
             "arrival_seed": config.sweep.seed if config.workload.kind == "request_rate" or config.workload.length_spread else None,
         }

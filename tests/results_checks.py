@@ -38,8 +38,8 @@ def check_results_folder(folder: Path) -> list[dict[str, Any]]:
     assert [row["key"] for row in best][: len(summary["selected"])] == summary["selected"] != []
     feasible = [entry for entry in ledger if entry["status"] == "feasible"]
     if goal.target != "pareto":
-        top = (max if goal.target.maximize else min)(feasible, key=lambda entry: entry["score"])
-        assert (best[0]["key"], float(best[0][goal.target])) == (top["key"], top["score"])
+        top = max(feasible, key=lambda entry: entry["score"])  # signed: higher is better, a minimised value negated
+        assert (best[0]["key"], float(best[0][goal.target])) == (top["key"], top["objectives"][goal.target])
         assert [int(row["rank"]) for row in best] == list(range(1, len(best) + 1))
     png = (folder / "plot.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (FIGSIZE[0] * DPI, FIGSIZE[1] * DPI)

@@ -10,6 +10,7 @@ Numbers are strict: `true` is not 1, and infinity or NaN is never a valid bound.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from enum import StrEnum
@@ -165,6 +166,7 @@ MAX_ENUMERATED_GPU_BUDGET = 1024
 1,024 GPUs and 46 s and 3.2 GB at 2,048; a pinned parallel_configs list needs no enumeration."""
 
 ROLE_HARDWARE = ("prefill", "decode")
+ROLE_HARDWARE_FIELDS = tuple(f"{role}_hardware_sku" for role in ROLE_HARDWARE)
 ADMISSION_THRESHOLDS = ("active_decode_blocks_threshold", "active_prefill_tokens_threshold", "active_prefill_tokens_threshold_frac")
 ENGINE_LIST_KNOBS = (
     "agg_max_num_batched_tokens", "prefill_max_num_batched_tokens", "decode_max_num_batched_tokens",
@@ -182,9 +184,9 @@ class SearchSpace(_Frozen):
     parallel_configs: list[Annotated[dict[str, Any], BeforeValidator(_parallel_config_entry)]] = []
     # Pinned
     model_name: str
-    hardware_sku: str
-    prefill_hardware_sku: str | None = None  # disagg only: the prefill pool's system (null: hardware_sku)
-    decode_hardware_sku: str | None = None  # disagg only: the decode pool's system (null: hardware_sku)
+    hardware_sku: str | list[str]  # superset: a list of systems is searched (one branch per system)
+    prefill_hardware_sku: str | list[str] | None = None  # disagg only: the prefill pool's system(s) (null: hardware_sku)
+    decode_hardware_sku: str | list[str] | None = None  # disagg only: the decode pool's system(s) (null: hardware_sku)
     gpu_budget: PositiveInt = 32
     gpu_budget_per_sku: dict[str, PositiveInt] | None = None  # Spica's own: GPUs of each system at most; gpu_budget stays the total
     min_gpu_budget: PositiveInt | None = None
@@ -245,6 +247,16 @@ class SearchSpace(_Frozen):
     @classmethod
     def _distinct(cls, values: list[Any]) -> list[Any]:
         return _unique(values)
+
+    @field_validator("hardware_sku", *(f"{role}_hardware_sku" for role in ROLE_HARDWARE))
+    @classmethod
+    def _system_choices(cls, value: str | list[str] | None) -> str | list[str] | None:
+        """A list of systems is searched; one system, listed or not, is the pinned scalar it always was."""
+        if not isinstance(value, list):
+            return value
+        if not value:
+            raise ValueError("needs at least one system")
+        return value[0] if len(_unique(value)) == 1 else value
 
     @field_validator(*QUANT_NAMES)
     @classmethod
@@ -355,15 +367,31 @@ class SearchSpace(_Frozen):
                 f"{', '.join(scaling)} could take a system past its budget (use planner_scaling_policy: [disabled])"
             )
 
-    def role_hardware_skus(self) -> dict[str, str]:
-        """The system each disagg role runs on (agg workers run on hardware_sku)."""
-        return {role: getattr(self, f"{role}_hardware_sku") or self.hardware_sku for role in ROLE_HARDWARE}
+    def system_choices(self, name: str) -> tuple[str, ...]:
+        """The systems a hardware field offers (a scalar: one; an unset role: hardware_sku's)."""
+        value = getattr(self, name)
+        if value is None:
+            return self.system_choices("hardware_sku")
+        return tuple(value) if isinstance(value, list) else (value,)
+
+    def system_assignments(self) -> list[tuple[str, str | None, str | None]]:
+        """Each (hardware_sku, prefill_hardware_sku, decode_hardware_sku) one branch per mode runs on:
+        every listed system alone, or with per-role systems every prefill × decode pair."""
+        roles = [name for name in (f"{role}_hardware_sku" for role in ROLE_HARDWARE) if getattr(self, name) is not None]
+        found: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
+        for sku in self.system_choices("hardware_sku"):
+            pairs = itertools.product(*(self.system_choices(name) if name in roles else (sku,) for name in ROLE_HARDWARE_FIELDS))
+            for prefill, decode in pairs:
+                own = (prefill if ROLE_HARDWARE_FIELDS[0] in roles else None, decode if ROLE_HARDWARE_FIELDS[1] in roles else None)
+                found.setdefault((prefill, decode), (sku, *own))
+        return list(found.values())
 
     @property
     def hardware_skus(self) -> tuple[str, ...]:
         """Every system a candidate of this search can run on, each once."""
-        roles = self.role_hardware_skus().values() if self.deployment_mode == ["disagg"] else ()
-        return tuple(dict.fromkeys((*roles,) or (self.hardware_sku,)))
+        if self.deployment_mode != ["disagg"]:
+            return self.system_choices("hardware_sku")
+        return tuple(dict.fromkeys(role or sku for sku, *roles in self.system_assignments() for role in roles))
 
     @property
     def offload_enabled(self) -> bool:
@@ -541,6 +569,21 @@ class Workload(_Frozen):
         return max(1, round(float(self.num_request_ratio) * load))
 
 
+SLA_TARGETS = tuple(name for name, goal in GOALS.items() if goal.sla_constrained)
+PRICED = tuple(name for name, goal in GOALS.items() if goal.priced)
+
+
+def _prices(value: Any) -> Any:
+    """{system: price per GPU-hour}: each a finite number > 0 (any currency, the same for all)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a mapping {{system: price per GPU-hour}}, got {value!r}")
+    for sku, price in value.items():
+        number = isinstance(price, (int, float)) and not isinstance(price, bool)
+        if not number or not math.isfinite(price) or price <= 0:
+            raise ValueError(f"{sku}: {price!r} is not a price; give a finite number > 0 per GPU-hour")
+    return {str(sku): float(price) for sku, price in value.items()}
+
+
 def _needs_sla_text(what: str) -> str:
     return f"{what} needs sla.e2e_ms, or both sla.ttft_ms and sla.itl_ms"
 
@@ -573,6 +616,7 @@ class OptimizationGoal(_Frozen):
     sla_aggregate: SlaAggregate = "mean"  # what a replay's latencies are held to the SLA as
     strict_sla: Flag = False  # every target: a candidate whose replay misses the SLA is infeasible
     min_goodput_rps: PositiveNumber | None = None  # min_gpus: SLA-good requests/s the answer must serve
+    gpu_hour_price: Annotated[dict[str, Any], BeforeValidator(_prices)] | None = None  # Spica's own: {system: price per GPU-hour}
 
     @field_validator("pareto_objectives")
     @classmethod
@@ -600,7 +644,12 @@ class OptimizationGoal(_Frozen):
         if self.strict_sla and not self.sla_bounds:
             raise ValueError(f"strict_sla needs {_ANY_SLA_BOUND}")
         if self.min_goodput_rps is not None and not self.target_constrained:
-            raise ValueError(f"min_goodput_rps is only allowed with target min_gpus (target is {self.target})")
+            raise ValueError(f"min_goodput_rps is only allowed with target {' or '.join(SLA_TARGETS)} (target is {self.target})")
+        priced = [goal.name for goal in goals if goal.priced]
+        if priced and self.gpu_hour_price is None:
+            raise ValueError(f"gpu_hour_price: required by {priced[0]}; give {{system: price per GPU-hour}} for each system searched")
+        if self.gpu_hour_price is not None and not priced:
+            raise ValueError(f"gpu_hour_price: only the cost goals use it ({', '.join(PRICED)}); the goal here does not (target {self.target})")
         return self
 
     @property
@@ -718,6 +767,14 @@ class SmartSearchConfig(_Frozen):
                 f"goal.min_goodput_rps: required for target {self.goal.target} with request_rate traffic "
                 "(the SLA-good requests/s the answer must serve)"
             )
+        prices, systems = self.goal.gpu_hour_price, self.search_space.hardware_skus
+        if prices is not None:
+            stray = [sku for sku in prices if sku not in systems]
+            if stray:
+                raise ValueError(f"goal.gpu_hour_price: {stray[0]!r} is not a system this search uses ({', '.join(systems)})")
+            unpriced = [sku for sku in systems if sku not in prices]
+            if unpriced:
+                raise ValueError(f"goal.gpu_hour_price: no price for {unpriced[0]}, a system this search may choose (give one for each of {', '.join(systems)})")
         if not self.goal.is_pareto:
             if len(self.workload.concurrency_levels()) > 1:
                 raise ValueError("workload.concurrency: a list of levels is only allowed under goal.target pareto; give one value")

@@ -80,3 +80,9 @@ class Candidate:
     def label(self) -> str:
         """A short human description: mode, backend and shape (and each role's GPU when they differ)."""
         return self.view.label
+
+    @property
+    def group(self) -> str:
+        """Its colour in plots: mode and backend, and its system where the search chose one among several."""
+        view = self.view
+        return f"{view.mode} {view.backend}" + (f" @{'/'.join(view.hardware_skus)}" if view.pinned_hardware else "")

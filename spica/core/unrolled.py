@@ -223,13 +223,18 @@ class Unrolled:
         return len(self.hardware_skus) > 1
 
     @property
+    def pinned_hardware(self) -> bool:
+        """Whether the deployment must name its GPUs: its roles differ, or its system was chosen among several."""
+        return self.mixed_hardware or "searched_hardware_skus" in self.flat
+
+    @property
     def label(self) -> str:
         """A short human description: mode, backend and shape, e.g. 'disagg vllm P 1xtp2 + D 2xtp4'."""
         if self.mode == "agg":
-            shape = self.pools[0].label
+            shape = self.pools[0].label + (f" @{self.hardware_skus[0]}" if self.pinned_hardware else "")
         else:
             shape = " + ".join(
-                f"{pool.role[0].upper()} {pool.label}" + (f" @{pool.hardware_sku}" if self.mixed_hardware else "")
+                f"{pool.role[0].upper()} {pool.label}" + (f" @{pool.hardware_sku}" if self.pinned_hardware else "")
                 for pool in self.pools
             )
         return f"{self.mode} {self.backend} {shape}"

@@ -110,8 +110,15 @@ def engine_annotations(candidate: Candidate, settings: DeploySettings) -> dict[s
         **({"spica/speculation": speculation} if nextn else {}),  # the acceptance is the model's and traffic's, not a flag
         **({"spica/calibration": u[CALIBRATION_FIELD]["id"]} if u.get(CALIBRATION_FIELD) else {}),  # scaled timing scored it
         **({"spica/hardware": ", ".join(f"{p.role} {p.hardware_sku}" for p in candidate.view.pools)}
-           if candidate.view.mixed_hardware else {}),  # scored per role on these systems
+           if candidate.view.pinned_hardware else {}),  # scored per role on these systems
+        **({"spica/cost": cost_note(candidate.metrics)} if "cost_per_hour" in candidate.metrics else {}),  # at goal.gpu_hour_price
     }
+
+
+def cost_note(metrics: Mapping[str, Any]) -> str:
+    """What the scored deployment costs, in the unit of goal.gpu_hour_price."""
+    per_mtok = f"{metrics['cost_per_mtok']:.4g} per million output tokens, " if "cost_per_mtok" in metrics else ""
+    return f"{per_mtok}{metrics['cost_per_hour']:.4g} per hour at {metrics['gpu_hour_price']:.4g} per GPU-hour"
 
 
 def dynamo_manifest(
@@ -183,7 +190,7 @@ def dynamo_manifest(
             container.args = dgd.set_unique_argument_value(container.args, context_flag, str(workers[role].context_length))
         nodes = placements[role][1]
         component.multinode = dgd.MultinodeConfig(nodeCount=nodes) if nodes > 1 else None
-        if view.mixed_hardware:  # each pool on the GPUs it was scored on
+        if view.pinned_hardware:  # each pool on the GPUs it was scored on
             selector = gpu_node_selector(pool.hardware_sku)
             if selector is None:
                 log.warning("%s: no GPU node label known for %s; the %s pods are not pinned to it", name, pool.hardware_sku, role)

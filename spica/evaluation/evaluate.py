@@ -13,11 +13,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from spica.config import SmartSearchConfig
+from spica.core.goals import GOALS, PerGpu
 from spica.core.unrolled import Unrolled
 from spica.evaluation import score
 from spica.evaluation.deployment import WorkloadSpec, build_replay_call
 from spica.evaluation.replay import capped_worker, run_replay
 from spica.planner.config import PlannerConfigError, planner_config
+from spica.space.capacity import gpu_power_w
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,12 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
         reason = f"{category}: {outcome.message}" if outcome.message else category
         return Evaluation(status, reason, metrics=metrics, replay_input=replay_input,
                           seconds=time.perf_counter() - started, provenance=provenance)
-    objectives = score.objective_values(outcome.summary)
+    rates = _rates(config, view)
+    objectives = score.objective_values(outcome.summary, rates)
     metrics |= {"provisioned_gpus": score.provisioned_gpus(outcome.summary)}
+    if rates.price is not None:  # what the candidate costs, whichever goal chose it (tables, report, manifest)
+        metrics |= {"gpu_hour_price": rates.price, "cost_per_hour": objectives["min_cost"]}
+        metrics |= {"cost_per_mtok": objectives["cost_per_mtok"]} if "cost_per_mtok" in objectives else {}
     status, reason = "feasible", None
     goal = config.goal
     misses = score.sla_misses(outcome.summary, goal.sla_bounds, goal.min_goodput_rps) if goal.sla_constrained else []
@@ -132,6 +138,15 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
     elif misses:  # the study learns where the SLA breaks; the bound missed is in the reason
         status, reason = "infeasible", f"sla: {'; '.join(misses)}"
     return Evaluation(status, reason, objectives, metrics, replay_input, time.perf_counter() - started, provenance)
+
+
+def _rates(config: SmartSearchConfig, view: Unrolled) -> PerGpu:
+    """The candidate's price per GPU-hour (with prices) and GPU power (only for a goal that needs it:
+    reading AI Configurator's system spec is not free in a worker)."""
+    pools = [(pool.hardware_sku, pool.total_gpus) for pool in view.pools]
+    powered = any(GOALS[name].powered for name in config.goal.objectives)
+    watts = score.per_gpu({sku: gpu_power_w(sku) for sku, _ in pools}, pools) if powered else None
+    return PerGpu(score.per_gpu(config.goal.gpu_hour_price, pools), watts)
 
 
 def evaluate_task(task: tuple[SmartSearchConfig, Mapping[str, Any]]) -> Evaluation:

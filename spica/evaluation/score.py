@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-from spica.core.goals import GOALS
+from spica.core.goals import GOALS, PerGpu
 from spica.core.pareto import dominates
 
 Item = TypeVar("Item")
@@ -28,10 +28,20 @@ def provisioned_gpus(summary: Mapping[str, Any]) -> float:
     return float(summary["gpu_hours"]) / (duration_ms / MS_PER_HOUR)
 
 
-def objective_values(summary: Mapping[str, Any]) -> dict[str, float]:
-    """Every objective the summary supports; goodput ones only when the replay had an SLA."""
+def per_gpu(per_system: Mapping[str, float] | None, pools: Iterable[tuple[str, int]]) -> float | None:
+    """A per-system rate (price per GPU-hour, watts) for a candidate from its pools' (system, GPUs):
+    one system's, or a mixed pair's weighted by each role's GPUs as deployed (None: no rates)."""
+    if per_system is None:
+        return None
+    pools = list(pools)
+    return sum(per_system[sku] * gpus for sku, gpus in pools) / sum(gpus for _, gpus in pools)
+
+
+def objective_values(summary: Mapping[str, Any], rates: PerGpu = PerGpu()) -> dict[str, float]:
+    """Every objective the summary supports; goodput ones only when the replay had an SLA, cost
+    ones only with a price per GPU-hour, energy only with the GPU's power."""
     gpus = provisioned_gpus(summary)
-    values = {name: goal.read(summary, gpus) for name, goal in GOALS.items()}
+    values = {name: goal.read(summary, gpus, rates) for name, goal in GOALS.items()}
     return {name: value for name, value in values.items() if value is not None}
 
 

@@ -5,9 +5,11 @@
 var Spica = (function () {
   var SVG = "http://www.w3.org/2000/svg";
   var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  var COSTS = [["min_cost", "cost_per_hour", "cost (price/h)"], ["cost_per_mtok", "cost_per_mtok", "cost (price/Mtok)"]];  // goal, metric, column
   var NAMES = {
     gpus: "GPUs used", mean_ttft_ms: "mean TTFT (ms)", mean_tpot_ms: "mean TPOT (ms)", mean_itl_ms: "mean ITL (ms)",
-    mean_e2e_latency_ms: "mean E2E latency (ms)", provisioned_gpus: "GPUs provisioned (time average)"
+    mean_e2e_latency_ms: "mean E2E latency (ms)", provisioned_gpus: "GPUs provisioned (time average)",
+    cost_per_hour: "cost (price/h)", cost_per_mtok: "cost (price/Mtok)"
   };
 
   function el(tag, attrs) {
@@ -429,11 +431,18 @@ var Spica = (function () {
     gpuCounts.sort(function (a, b) { return a - b; });
     var columns = [
       { name: "#", value: function (c) { return c.rank; } },
-      { name: "deployment", value: function (c) { return c.label; } },
+      { name: "deployment", value: function (c) { return c.label; } }
+    ].concat(candidates.some(function (c) { return c.system !== candidates[0].system; })  // systems searched
+      ? [{ name: "system", value: function (c) { return c.system; } }] : []
+    ).concat([
       { name: "status", value: function (c) { return c.status; } },
       { name: "GPUs", value: function (c) { return c.gpus; } }
-    ].concat(goal.objectives.map(function (k) {
+    ]).concat(goal.objectives.map(function (k) {
       return { name: names(k), value: function (c) { return c.objectives[k]; }, descending: goal.minimized.indexOf(k) < 0 };
+    })).concat(COSTS.filter(function (cost) {  // what each deployment costs, when prices were given
+      return goal.objectives.indexOf(cost[0]) < 0 && candidates.some(function (c) { return cost[1] in c.metrics; });
+    }).map(function (cost) {
+      return { name: cost[2], value: function (c) { return c.metrics[cost[1]]; } };
     })).concat([
       { name: "TTFT ms", value: function (c) { return c.metrics.mean_ttft_ms; } },
       { name: "TPOT ms", value: function (c) { return c.metrics.mean_tpot_ms; } },

@@ -77,7 +77,7 @@ def candidate_view(candidate: Candidate, rank: int | None, files: Mapping[str, s
     view = {
         "key": candidate.key, "label": candidate.label(), "status": candidate.status, "reason": candidate.reason,
         "gpus": candidate.used_gpus, "branch": candidate.branch, "round": candidate.round, "rank": rank, "front": front,
-        "group": f"{candidate.unrolled.get('deployment_mode')} {candidate.unrolled.get('backend')}",
+        "group": candidate.group, "system": "/".join(candidate.view.hardware_skus),
         "objectives": _numbers(candidate.objectives), "metrics": _numbers(candidate.metrics), "knobs": knob_summary(candidate),
         "spread": candidate.spread_percent(objective) if objective else None, "files": dict(files) if files else None,
         "undeployable": undeployable,

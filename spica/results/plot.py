@@ -33,8 +33,6 @@ def _axis_label(objective: str) -> str:
     return f"{name} ({UNITS.get(objective, '?')}) — {better}"
 
 
-def _group(candidate: Candidate) -> str:
-    return f"{candidate.unrolled.get('deployment_mode')} {candidate.unrolled.get('backend')}"
 
 
 def _statuses(candidates: Sequence[Candidate]) -> str:
@@ -48,8 +46,8 @@ def _plottable(candidate: Candidate, objectives: Sequence[str]) -> bool:
 def _scatter_groups(axes: Axes, points: Sequence[Candidate], x_of: Coordinate, y_of: Coordinate) -> None:
     """One colour per mode/backend pair, so agg vs disagg and backends read at a glance."""
     palette = colormaps["tab10"]
-    for index, group in enumerate(sorted({_group(c) for c in points})):
-        members = [c for c in points if _group(c) == group]
+    for index, group in enumerate(sorted({c.group for c in points})):
+        members = [c for c in points if c.group == group]
         axes.scatter([x_of(c) for c in members], [y_of(c) for c in members], s=36, alpha=0.8,
                      color=palette(index % 10), label=f"{group} ({len(members)})", zorder=2)
 

@@ -60,7 +60,7 @@ def write_results(
     selected = _selected(plan, list(results))
     write_ledger_view(folder / "best.csv", selected)
     config = plan.config
-    title = f"{config.search_space.model_name} on {config.search_space.hardware_sku} — {config.goal.target}"
+    title = f"{config.search_space.model_name} on {', '.join(config.search_space.hardware_skus)} — {config.goal.target}"
     plot_results(
         folder / "plot.png",
         results.ledger,
@@ -90,7 +90,7 @@ def write_results(
         "tallies": results.tallies,
         "timings": dict(timings),
         "selected": [candidate.key for candidate in selected],
-        "branches": [{"deployment_mode": branch.mode, "backends": list(branch.backends), "configs": len(branch.configs)} for branch in branches],
+        "branches": [{"deployment_mode": branch.mode, "systems": branch.systems, "backends": list(branch.backends), "configs": len(branch.configs)} for branch in branches],
         "predictor_sub_sweep": dict(predictor_report),
         "engine_versions": engine_versions(candidate.unrolled for candidate in selected),
         "undeployable": undeployable,

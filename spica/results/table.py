@@ -14,6 +14,8 @@ from spica.plan import scale_free
 from spica.results.outcome import SearchResults
 
 UNITS = {name: goal.unit for name, goal in GOALS.items()}
+COST_COLUMNS = {"min_cost": "cost_per_hour", "cost_per_mtok": "cost_per_mtok"}
+"""The cost goals and the candidate metric each one's value is also kept as (spica/evaluation/evaluate.py)."""
 TOP_N = 10
 SPREAD_NOTE = (
     "±: half the range of the first objective when the same kv_router candidate is replayed again "
@@ -77,6 +79,11 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
         for row, candidate in zip(rows, shown):
             good, offered = candidate.metrics.get("goodput_request_throughput_rps"), candidate.metrics.get("request_throughput_rps")
             row.insert(-1, "-" if good is None else f"{good:,.2f} of {offered:,.2f}" if offered else f"{good:,.2f}")
+    for goal, metric in COST_COLUMNS.items():  # what each deployment costs, whichever goal ranked it
+        if config.goal.gpu_hour_price is not None and goal not in objectives:
+            headers.insert(-3, f"cost ({UNITS[goal]})")
+            for row, candidate in zip(rows, shown):
+                row.insert(-3, candidate.metrics.get(metric))
     spreads = [candidate.spread_percent(objectives[0]) for candidate in shown]
     if any(spread is not None for spread in spreads):
         headers.insert(5, "±")
@@ -116,10 +123,16 @@ def result_notes(config: SmartSearchConfig, calibration: Mapping[str, Any] | Non
         *([calibrated] if calibrated else []),
         *([SPREAD_NOTE] if spread else []),
         *([sla_note(config)] if config.goal.sla_constrained else []),
+        *([price_note(config.goal.gpu_hour_price)] if config.goal.gpu_hour_price else []),
         *([SCALE_NOTE] if scale_free(config) else []),
         *([KEPT_NOTE] if tallies.get("kept_draws") else []),
         *([budget_note(budget)] if (budget := timings.get("budget")) and budget["ran_out"] else []),
     ]
+
+
+def price_note(prices: Mapping[str, float]) -> str:
+    listed = ", ".join(f"{sku} {price:g}" for sku, price in prices.items())
+    return f"prices per GPU-hour (goal.gpu_hour_price, the unit 'price' of every cost): {listed}; a mixed pair's weighted by its roles' GPUs"
 
 
 def budget_note(budget: Mapping[str, Any]) -> str:

@@ -18,24 +18,35 @@ front hypervolume unchanged (0.90 of the peer's either way, on three peer runs).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 
 from spica.config import ConfigError, SmartSearchConfig
 from spica.config.trace import warn_if_longer_than
+from spica.config.schema import ROLE_HARDWARE_FIELDS
 from spica.core.errors import UserError
+from spica.core.goals import GOALS
 from spica.core.unrolled import EVERY_ROLE
 from spica.plan import scale_free
-from spica.space.branches import Branch, ParallelConfig, SpaceRequest, enumerate_branches
+from spica.space import capacity
+from spica.space.branches import Branch, NoPerfData, NoViableParallelConfig, ParallelConfig, SpaceRequest, enumerate_branches
 from spica.space.table import format_pool_table
 
+logger = logging.getLogger("spica.space")
 
-def space_request(config: SmartSearchConfig) -> SpaceRequest:
+
+def space_requests(config: SmartSearchConfig) -> list[SpaceRequest]:
+    """One enumeration per system assignment (search_space.system_assignments): one for a pinned system."""
+    return [space_request(config, *systems) for systems in config.search_space.system_assignments()]
+
+
+def space_request(config: SmartSearchConfig, hardware_sku: str, prefill_hardware_sku: str | None, decode_hardware_sku: str | None) -> SpaceRequest:
     space = config.search_space
     return SpaceRequest(
         model_name=space.model_name,
-        hardware_sku=space.hardware_sku,
-        prefill_hardware_sku=space.prefill_hardware_sku,
-        decode_hardware_sku=space.decode_hardware_sku,
+        hardware_sku=hardware_sku,
+        prefill_hardware_sku=prefill_hardware_sku,
+        decode_hardware_sku=decode_hardware_sku,
         gpu_budget_per_sku=dict(space.gpu_budget_per_sku or {}),
         backends=tuple(space.backend),
         modes=tuple(space.deployment_mode),
@@ -54,17 +65,55 @@ def space_request(config: SmartSearchConfig) -> SpaceRequest:
 
 
 def branches_for(config: SmartSearchConfig) -> list[Branch]:
-    """Enumerate; a model or system AI Configurator does not know is a config error. A trace with
-    requests longer than the model's maximum context (context_length null) is said here, where
-    that maximum is known (a set context_length is checked with the config)."""
+    """Enumerate; a model or system AI Configurator does not know is a config error. Where the
+    search lists several systems, each gets its own branches, and a system with no perf data for
+    the backends, or no viable config, is dropped with a warning (an error when none is left). A
+    trace with requests longer than the model's maximum context (context_length null) is said
+    here, where that maximum is known (a set context_length is checked with the config)."""
+    requests = space_requests(config)
+    branches: list[Branch] = []
     try:
-        branches = list(enumerate_branches(space_request(config)))
+        if len(requests) > 1:
+            _check_known_systems(config)
+        _check_power_figures(config)
+        for request in requests:
+            try:
+                found = enumerate_branches(request)
+            except (NoPerfData, NoViableParallelConfig) as exc:
+                if len(requests) == 1:
+                    raise
+                logger.warning("%s dropped from the search: %s", "/".join(request.skus), exc)
+                continue
+            branches += [dataclasses.replace(branch, searched_systems=len(requests) > 1) for branch in found]
     except UserError as exc:
         raise ConfigError(exc.lines) from None
+    if not branches:
+        raise ConfigError([f"search_space.hardware_sku: none of {', '.join(config.search_space.hardware_skus)} has a viable "
+                           "deployment (each one's reason is warned above)"])
     workload = config.workload
-    if workload.is_trace_based and config.search_space.context_length is None and branches:
+    if workload.is_trace_based and config.search_space.context_length is None:
         warn_if_longer_than(workload.trace_path, branches[0].context_length, "the model's maximum context")
     return branches
+
+
+def _check_known_systems(config: SmartSearchConfig) -> None:
+    """A listed system AI Configurator does not know is a typo, not a system to drop."""
+    known = capacity.known_systems()
+    space = config.search_space
+    for name in ("hardware_sku", *ROLE_HARDWARE_FIELDS):
+        listed = getattr(space, name)
+        for index, sku in enumerate(listed if isinstance(listed, list) else [listed] if listed else []):
+            if sku not in known:
+                where = f"{name}[{index}]" if isinstance(listed, list) else name
+                raise UserError(f"search_space.{where}: {sku!r} is not a system AI Configurator knows; known: {', '.join(known)}")
+
+
+def _check_power_figures(config: SmartSearchConfig) -> None:
+    """An energy goal needs every system's GPU power from AI Configurator's system spec."""
+    powered = [name for name in config.goal.objectives if GOALS[name].powered]
+    for sku in config.search_space.hardware_skus if powered else ():
+        if capacity.gpu_power_w(sku) is None:
+            raise UserError(f"goal: {powered[0]} needs each GPU's power; AI Configurator's system spec for {sku} states none")
 
 
 def format_branches(branches: list[Branch]) -> str:

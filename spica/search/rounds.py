@@ -244,7 +244,7 @@ class RoundLoop:
         self._suggestions_per_branch = sum(ask_sizes(sweep)) if self.rounds is not None else None
         # per branch: how many of its replays came back, and their seconds (read by the feeder from the pool's thread:
         # every branch's entry exists from the start, so the dict never changes size)
-        self._replays_back: dict[str, tuple[int, float]] = {search.branch.mode: (0, 0.0) for search in searches}
+        self._replays_back: dict[str, tuple[int, float]] = {search.branch.name: (0, 0.0) for search in searches}
         self.first_submitted_at: float | None = None  # wall-clock times, for start-up and idle-worker figures
         self.finished_at: float | None = None
         self.deadline = deadline
@@ -258,12 +258,12 @@ class RoundLoop:
         finally:
             self._feeder.close()
 
-    def _replay_time_left(self, mode: str) -> float:
+    def _replay_time_left(self, name: str) -> float:
         """A branch's replay seconds still to come, estimated: its suggestions not yet back times
         its mean replay so far (the search's, before any of its own). 0 where the rounds are open."""
         if self._suggestions_per_branch is None:
             return 0.0
-        count, seconds = self._replays_back[mode]
+        count, seconds = self._replays_back[name]
         if not count:
             every = list(self._replays_back.values())
             total = sum(n for n, _ in every)
@@ -384,7 +384,7 @@ class RoundLoop:
                     self._record(current, key, unrolled, kept)
         if fresh:
             self.first_submitted_at = self.first_submitted_at or time.time()
-            futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh], branch.search.branch.mode)
+            futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh], branch.search.branch.name)
             for future, (unrolled, key) in zip(futures, fresh):
                 self.clock.watch(future)
                 self.idle.handed_out(future)
@@ -431,7 +431,7 @@ class RoundLoop:
 
     def _record(self, current: _Ask, key: str, unrolled: dict[str, Any], result: Evaluation | BaseException) -> None:
         """A finished replay: journaled at once, so an interruption loses nothing measured."""
-        candidate = _candidate(self.plan, current.search.branch.mode, current.slot.round, key, unrolled, result)
+        candidate = _candidate(self.plan, current.search.branch.name, current.slot.round, key, unrolled, result)
         self.measured[key] = candidate
         if self.draws is not None and isinstance(result, Evaluation):
             self.draws.keep(key, 0, unrolled, result)

@@ -29,7 +29,7 @@ from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results import writer as results_writer
 from spica.results.ledger import Journal
 from spica.results.outcome import SearchResults
-from spica.search.branches import branches_for, searched_branch, space_request
+from spica.search.branches import branches_for, searched_branch
 from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
 from spica.search.draws import Draws
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
@@ -73,10 +73,10 @@ def plan_calibration(path: str | Path, config: SmartSearchConfig, where: str = "
         raise ConfigError([f"{where}: a calibration scales the cached timing table; it needs sweep.timing table, not {config.sweep.timing}"])
     if space.aic_nextn:
         raise ConfigError([f"{where}: speculative decoding (aic_nextn) is timed by AIS directly, which a calibration cannot scale"])
-    request = space_request(config)
-    pairs = [(system, backend) for system in request.skus for backend in request.backends]
+    pairs = [(system, backend) for system in space.hardware_skus for backend in space.backend]
+    pinned = space.backend_versions()
     try:
-        versions = {(system, backend): scored_version(system, backend, request.backend_versions.get(backend)) for system, backend in pairs}
+        versions = {(system, backend): scored_version(system, backend, pinned.get(backend)) for system, backend in pairs}
         return for_search(load_calibration(path, where), space.model_name, pairs, versions, where)
     except UserError as exc:
         raise ConfigError(exc.lines) from None
@@ -119,7 +119,7 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> 
     listed = algorithm.exhaustive or _grid_size(branch, knobs) <= GRID_LIMIT
     points = _grid_points(branch, knobs, config, params, None if listed else (POOL_SAMPLE, sweep.seed))
     request = StudyRequest(
-        f"spica-{branch.mode}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
+        f"spica-{branch.name}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
         AskPlan(ask_sizes(sweep), most_pending(sweep, branches)), sweep.designer,
     )
     size = len(points or []) if algorithm.exhaustive else len(points) if points and params and listed else None

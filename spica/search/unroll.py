@@ -24,7 +24,7 @@ from spica.space.branches import Branch, ParallelConfig, worker_capacity
 from spica.space.capacity import UNKNOWN_CAPACITY_BLOCKS, MemorySettings
 
 PINNED_FIELDS = (
-    "model_name", "hardware_sku", "startup_time", "aic_nextn", "gpu_budget", "min_gpu_budget", "min_endpoint",
+    "model_name", "startup_time", "aic_nextn", "gpu_budget", "min_gpu_budget", "min_endpoint",
 )
 ROLE_PINNED = ("block_size", "gpu_memory_utilization", "enable_prefix_caching")
 OFFLOAD_FIELDS = ("kv_bytes_per_token", "bandwidth_g1_to_g2_gbps", "bandwidth_g2_to_g1_gbps", "offload_batch_size")
@@ -73,6 +73,9 @@ def unroll(
     mode = parallel.mode
     out: dict[str, Any] = {"deployment_mode": mode, "backend": backend, "backend_version": parallel.backend_version(backend)}
     out.update({name: getattr(space, name) for name in PINNED_FIELDS})
+    out["hardware_sku"] = branch.hardware_sku
+    if branch.searched_systems:  # absent otherwise, as before: the manifest pins a system chosen among several
+        out["searched_hardware_skus"] = list(space.hardware_skus)
     if space.nextn_accepted is not None:  # absent otherwise: earlier candidates keep their keys
         out["nextn_accepted"] = space.nextn_accepted
     if mode == "disagg" and (space.prefill_hardware_sku or space.decode_hardware_sku):  # likewise

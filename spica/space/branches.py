@@ -57,6 +57,10 @@ class NoViableParallelConfig(UserError):
     """No deployment mode has a backend with a KV-feasible config within the GPU budget."""
 
 
+class NoPerfData(UserError):
+    """A system AI Configurator holds no perf data for, on any of the requested backends."""
+
+
 class InvalidPinnedParallelConfig(UserError):
     """A pinned parallel config is legal for none of the requested backends."""
 
@@ -317,7 +321,19 @@ class Branch:
     kv_known: bool
     quant_choices: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     """Per backend, the quant choices its perf data holds (a field left unset is absent)."""
+    searched_systems: bool = False
+    """Whether the search has a branch per system (hardware_sku a list): the branch's name says its own."""
     _memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    @property
+    def systems(self) -> str:
+        """The branch's system, or its prefill/decode pair when they differ."""
+        return "+".join(dict.fromkeys(self.role_skus.values()))
+
+    @property
+    def name(self) -> str:
+        """The branch in study ids, the ledger and tables: its mode, with its system when the search has several."""
+        return f"{self.mode}@{self.systems}" if self.searched_systems else self.mode
 
     def memoised(self, key: Any, compute: Callable[[], T]) -> T:
         """Derived data computed once per branch (a pool can hold ~10^5 configs)."""
@@ -356,7 +372,7 @@ def enumerate_branches(request: SpaceRequest) -> tuple[Branch, ...]:
     for name, sku in _sku_fields(request):
         if all(capacity.perf_data_version(sku, backend) is None for backend in request.backends):
             known = capacity.known_systems()
-            raise UserError(
+            raise NoPerfData(
                 f"search_space.{name}: {sku!r} has no AI Configurator {capacity.aic_version()} perf data "
                 f"for {', '.join(request.backends)}; systems it knows: {', '.join(known)}"
             )

@@ -126,6 +126,16 @@ def checkpoint_quant_modes(model_name: str, backend: str) -> dict[str, str | Non
     return stored
 
 
+@functools.lru_cache(maxsize=None)
+def gpu_power_w(system: str) -> float | None:
+    """The GPU's board power in W as AI Configurator's system spec states it (`gpu.power`, e.g.
+    700 for h200_sxm, 1,000 for b200_sxm); None where the spec has none."""
+    from aiconfigurator.sdk.perf_database import load_system_spec
+
+    power = load_system_spec(system).get("gpu", {}).get("power")
+    return float(power) if power else None
+
+
 def known_systems() -> list[str]:
     """Every system AI Configurator has a perf database for (any backend)."""
     from aiconfigurator.sdk import perf_database

@@ -34,7 +34,7 @@ def _branch_lines(branch: Branch) -> list[str]:
         for b in branch.backends
     )
     systems = " (" + ", ".join(f"{role} on {sku}" for role, sku in branch.role_skus.items()) + ")" if mixed else ""
-    lines = [f"[{branch.mode}] {len(branch.configs)} configs{systems}; backends: {versions}"]
+    lines = [f"[{branch.name}] {len(branch.configs)} configs{systems}; backends: {versions}"]
     for backend, choices in branch.quant_choices.items():
         if not choices:
             continue

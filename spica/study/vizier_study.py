@@ -103,8 +103,14 @@ class VizierStudy(RecordedTrials):
         if wanted > 0:
             # A fresh client id per call: Vizier first re-serves a client's still-active trials.
             client_id = f"ask-{max(self._trials, default=0)}"
-            for trial in self._study.suggest(count=wanted, client_id=client_id):
-                record = self._record(trial.materialize())
+            try:
+                suggested = [trial.materialize() for trial in self._study.suggest(count=wanted, client_id=client_id)]
+            except IndexError:
+                # The designer had fewer picks than asked (min_gpus, min_cost: nothing left can beat the best
+                # feasible one) and Vizier's service popped past them: the trials it made before stand.
+                suggested = [trial for trial in self._study.trials().get() if trial.id not in self._trials]
+            for trial in suggested:
+                record = self._record(trial)
                 self._trials[record.trial_id] = record
                 fresh.append(record.trial_id)
         return [Suggestion(i, dict(self._trials[i].params)) for i in resumed + sorted(fresh)]

@@ -63,21 +63,36 @@ def _option(path: Path) -> dict[tuple, object]:
     return _leaves(yaml.safe_load(path.read_text()) or {}, prefix)
 
 
-@pytest.mark.parametrize("group", ["model", "system", "backend", "mode", "role_hardware", "router", "planner", "quant",
-                                   "speculation", "workload", "goal", "sweep"])
+def _needs(group: str, stem: str, sets: dict) -> list[str]:
+    """What an option needs beside it to validate: a trace file, or prices (and the systems they price)."""
+    from spica.core.goals import GOALS
+
+    if (group, stem) == ("workload", "trace"):
+        return [f"workload.trace_path={TRACE}"]
+    named = [sets.get(("goal", "target")), *(sets.get(("goal", "pareto_objectives")) or [])]
+    if group == "goal" and any(GOALS[name].priced for name in named if name in GOALS):
+        return ["goal.gpu_hour_price={h200_sxm:3.5}"]
+    if group == "prices" and stem != "none":
+        return [f"hardware={stem.removeprefix('example_')}", "goal=cost_per_mtok"]
+    return []
+
+
+@pytest.mark.parametrize("group", ["model", "system", "hardware", "backend", "mode", "role_hardware", "router", "planner", "quant",
+                                   "speculation", "workload", "goal", "prices", "sweep"])
 def test_every_group_option_composes_to_what_it_sets(group):
     """Each option's values reach the validated config; an option that sets nothing (e.g.
-    role_hardware=same) leaves what its siblings set at the schema's default."""
+    role_hardware=same) leaves what its siblings set at the schema's default (a required field,
+    hardware=system's hardware_sku, at what the embedded default composes; a price, at none)."""
     from spica.config.app import schema_defaults
 
-    defaults = _leaves(schema_defaults())
+    baseline = _leaves(compose([])[0].model_dump(mode="json"))
+    defaults = {**baseline, **_leaves(schema_defaults())}
     options = {path.stem: _option(path) for path in sorted((CONF_DIR / group).glob("*.yaml"))}
     siblings = {key for sets in options.values() for key in sets}
     for stem, sets in options.items():
-        extra = [f"workload.trace_path={TRACE}"] if (group, stem) == ("workload", "trace") else []
-        config, _ = compose([f"{group}={stem}", *extra])
+        config, _ = compose([f"{group}={stem}", *_needs(group, stem, sets)])
         composed = _leaves(config.model_dump(mode="json"))
-        expected = {key: value for key, value in sets.items() if value != "???"} or {key: defaults[key] for key in siblings}
+        expected = {key: value for key, value in sets.items() if value != "???"} or {key: defaults.get(key) for key in siblings}
         assert {key: composed.get(key) for key in expected} == expected, f"{group}={stem}"
 
 

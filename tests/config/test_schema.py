@@ -286,14 +286,14 @@ def test_request_count_is_the_ratio_times_the_load():
         ({"target": "goodput"}, "goal: target goodput needs sla.e2e_ms, or both sla.ttft_ms and sla.itl_ms"),
         ({"target": "goodput", "sla": None}, "goal: target goodput needs sla.e2e_ms, or both sla.ttft_ms and sla.itl_ms"),
         ({"target": "goodput_per_gpu", "sla": {"ttft_ms": 500}}, "goal: target goodput_per_gpu needs sla.e2e_ms, or both sla.ttft_ms and sla.itl_ms"),
-        ({"target": "speed"}, "goal.target: 'speed' is not one of throughput, throughput_per_gpu, throughput_per_user, e2e_latency, ttft, goodput, goodput_per_gpu, min_gpus, pareto"),
+        ({"target": "speed"}, "goal.target: 'speed' is not one of throughput, throughput_per_gpu, throughput_per_user, e2e_latency, ttft, goodput, goodput_per_gpu, min_gpus, cost_per_mtok, energy_per_mtok, min_cost, pareto"),
         ({"sla": {"itl_ms": 0}}, "goal.sla.itl_ms: 0: input should be greater than 0"),
         ({"sla": {"ttft_ms": float("inf")}}, "goal.sla.ttft_ms: inf: input should be a finite number"),
         ({"sla": {"p99_ms": 5}}, "goal.sla.p99_ms: unknown field; allowed: e2e_ms, itl_ms, ttft_ms"),
         ({"target": "pareto", "pareto_objectives": ["throughput"]}, "goal.pareto_objectives: needs at least 2 entries, got 1"),
         ({"target": "pareto", "pareto_objectives": ["throughput", "throughput"]}, "goal.pareto_objectives: 'throughput' is listed twice"),
         ({"target": "min_gpus"}, "goal: target min_gpus needs an sla with at least one of ttft_ms, itl_ms, e2e_ms"),
-        ({"target": "throughput", "min_goodput_rps": 3}, "goal: min_goodput_rps is only allowed with target min_gpus (target is throughput)"),
+        ({"target": "throughput", "min_goodput_rps": 3}, "goal: min_goodput_rps is only allowed with target min_gpus or min_cost (target is throughput)"),
         ({"target": "throughput", "strict_sla": True}, "goal: strict_sla needs an sla with at least one of ttft_ms, itl_ms, e2e_ms"),
         ({"target": "min_gpus", "sla": {"ttft_ms": 500}, "sla_aggregate": "p42"}, "goal.sla_aggregate: 'p42' is not one of mean, median, p75, p90, p95, p99"),
         ({"target": "pareto", "pareto_objectives": ["min_gpus", "ttft"]}, "goal.pareto_objectives: min_gpus is not a pareto objective (it is defined under the SLA)"),
@@ -351,14 +351,16 @@ def test_sweep_published_names_and_the_earlier_aliases(config_warnings):
 
 def test_optimization_target_directions_and_planner_targets():
     assert [target.value for target in OptimizationTarget] == [
-        "throughput", "throughput_per_gpu", "throughput_per_user", "e2e_latency", "ttft", "goodput", "goodput_per_gpu", "min_gpus", "pareto"]
-    assert [target.maximize for target in OptimizationTarget if target is not OptimizationTarget.pareto] == [True, True, True, False, False, True, True, False]
+        "throughput", "throughput_per_gpu", "throughput_per_user", "e2e_latency", "ttft", "goodput", "goodput_per_gpu", "min_gpus", "cost_per_mtok",
+        "energy_per_mtok", "min_cost", "pareto"]
+    assert [target.maximize for target in OptimizationTarget if target is not OptimizationTarget.pareto] == [
+        True, True, True, False, False, True, True, False, False, False, False]
     with pytest.raises(ValueError, match="no scalar direction"):
         OptimizationTarget.pareto.maximize
     assert {target.value: target.planner_optimization_target for target in OptimizationTarget} == {
         "throughput": "throughput", "throughput_per_gpu": "throughput", "throughput_per_user": "throughput",
         "e2e_latency": "latency", "ttft": "latency", "goodput": "sla", "goodput_per_gpu": "sla", "min_gpus": "sla",
-        "pareto": "throughput"}
+        "cost_per_mtok": "throughput", "energy_per_mtok": "throughput", "min_cost": "sla", "pareto": "throughput"}
     assert OptimizationTarget("goodput") == "goodput" and f"{OptimizationTarget.goodput}" == "goodput"
 
 

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spica.core.goals import PerGpu
 from spica.core.pareto import dominates
 from spica.evaluation.score import (
+    per_gpu,
     objective_values,
     pareto_front,
     provisioned_gpus,
@@ -34,6 +36,18 @@ def test_objectives_from_a_summary():
     assert objective_values({**SUMMARY, "mean_ttft_ms": 250.0})["ttft"] == 250.0
     with_sla = objective_values({**SUMMARY, "goodput_output_throughput_tok_s": 3000.0})
     assert (with_sla["goodput"], with_sla["goodput_per_gpu"]) == (3000.0, 375.0)
+
+
+def test_costs_and_energy_credit_the_provisioned_gpus_at_the_candidates_rates():
+    """8 GPUs on average at 3.5 per GPU-hour cost 28 per hour; at 700 W they draw 5.6 kW; 4,000 tok/s
+    are 14.4 M tokens an hour."""
+    values = objective_values(SUMMARY, PerGpu(price=3.5, watts=700.0))
+    assert values["min_cost"] == 28.0
+    assert values["cost_per_mtok"] == pytest.approx(28.0 / 14.4)
+    assert values["energy_per_mtok"] == pytest.approx(5.6 / 14.4)
+    assert "cost_per_mtok" not in objective_values({**SUMMARY, "output_throughput_tok_s": 0.0}, PerGpu(price=3.5))
+    assert per_gpu(None, [("h100_sxm", 2)]) is None
+    assert per_gpu({"h100_sxm": 2.0, "h200_sxm": 4.0}, [("h100_sxm", 2), ("h200_sxm", 6)]) == 3.5
 
 
 def test_signed_score_negates_minimised_targets_and_names_bad_ones():

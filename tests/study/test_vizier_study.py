@@ -208,3 +208,18 @@ def test_invalid_arguments_name_the_field(tmp_path):
 
 def test_in_memory_study_asks_what_a_study_on_disk_asks(tmp_path):
     assert run_rounds(study(None, storage_dir=None), 3) == run_rounds(study(tmp_path), 3)
+
+
+def test_a_feasibility_study_with_fewer_candidates_left_than_asked_answers_fewer(tmp_path):
+    """min_gpus / min_cost: once nothing left can beat the best feasible, the designer has fewer
+    picks than asked (Vizier's service popped past them: an IndexError on B200, where small
+    deployments meet the SLA) and then none, which ends the branch."""
+    params = [Param("gpus", "discrete", (1, 2, 3, 4, 5, 6))]
+    s = VizierStudy("branch-agg", params, [Objective("gpus", "minimize", "gpus")], seed=7, storage_dir=tmp_path,
+                    fingerprint="plan1", candidates=[{"gpus": g} for g in (1, 2, 3, 4, 5, 6)])
+    asked = []
+    while batch := s.ask(3):
+        asked.append(sorted(x.params["gpus"] for x in batch))
+        for x in batch:
+            s.tell(x.trial_id, {"gpus": x.params["gpus"]})  # every deployment meets the SLA
+    assert len(asked[-1]) < 3 and min(map(min, asked)) == 1
