@@ -123,16 +123,19 @@ def result_notes(config: SmartSearchConfig, calibration: Mapping[str, Any] | Non
         *([calibrated] if calibrated else []),
         *([SPREAD_NOTE] if spread else []),
         *([sla_note(config)] if config.goal.sla_constrained else []),
-        *([price_note(config.goal.gpu_hour_price)] if config.goal.gpu_hour_price else []),
+        *([price_note(config.goal.gpu_hour_price, any(len(set(c.view.hardware_skus)) > 1 for c in shown))] if config.goal.gpu_hour_price else []),
         *([SCALE_NOTE] if scale_free(config) else []),
         *([KEPT_NOTE] if tallies.get("kept_draws") else []),
         *([budget_note(budget)] if (budget := timings.get("budget")) and budget["ran_out"] else []),
     ]
 
 
-def price_note(prices: Mapping[str, float]) -> str:
+def price_note(prices: Mapping[str, float], mixed: bool = False) -> str:
+    """The prices every cost was computed with; with `mixed` (a prefill/decode pair on two systems
+    shown), how such a pair is priced."""
     listed = ", ".join(f"{sku} {price:g}" for sku, price in prices.items())
-    return f"prices per GPU-hour (goal.gpu_hour_price, the unit 'price' of every cost): {listed}; a mixed pair's weighted by its roles' GPUs"
+    pairs = "; a mixed pair's weighted by its roles' GPUs" if mixed else ""
+    return f"prices per GPU-hour (goal.gpu_hour_price, the unit 'price' of every cost): {listed}{pairs}"
 
 
 def budget_note(budget: Mapping[str, Any]) -> str:

@@ -31,3 +31,11 @@ def test_where_the_cores_went_idle_less_than_the_workers_the_line_says_how_long(
 def test_a_search_in_one_process_has_no_idle_line():
     assert idle_line({"workers": 1, "first_evaluation_at": 1.0, "evaluations_done_at": 2.0, "idle_worker_seconds": {"asking": 0.5}}) is None
     assert idle_line({"wall_seconds": 3.0}) is None  # a summary written before workers were counted
+
+
+def test_the_price_note_says_how_a_mixed_pair_is_priced_only_when_one_is_shown():
+    from spica.results.table import price_note
+
+    prices = {"h100_sxm": 2.5, "h200_sxm": 3.5}
+    assert price_note(prices) == "prices per GPU-hour (goal.gpu_hour_price, the unit 'price' of every cost): h100_sxm 2.5, h200_sxm 3.5"
+    assert price_note(prices, mixed=True).endswith("h200_sxm 3.5; a mixed pair's weighted by its roles' GPUs")
