@@ -89,7 +89,7 @@ def config_from_file(path: str, overrides: Sequence[str]) -> tuple[SmartSearchCo
     import yaml
     from omegaconf.errors import OmegaConfBaseException
 
-    from spica.config.schema import load_config
+    from spica.config.loading import load_config
 
     data = load_config(path)
     if overrides:
@@ -107,7 +107,7 @@ def _without_spellings_overridden(data: dict[str, Any], overrides: Sequence[str]
     """An override of a sweep key replaces the file's value under either of its names: a file
     with the earlier `sweep.seed` and `sweep.random_seed=3` on the command line is seed 3, not
     both names given."""
-    from spica.config.schema import SWEEP_ALIASES
+    from spica.config.sweep import SWEEP_ALIASES
 
     sweep = data.get("sweep")
     if not isinstance(sweep, dict):

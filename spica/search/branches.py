@@ -23,7 +23,7 @@ import math
 
 from spica.config import ConfigError, SmartSearchConfig
 from spica.config.trace import warn_if_longer_than
-from spica.config.schema import ROLE_HARDWARE_FIELDS
+from spica.config.search_space import ROLE_HARDWARE_FIELDS
 from spica.core.errors import UserError
 from spica.core.goals import GOALS
 from spica.core.unrolled import EVERY_ROLE

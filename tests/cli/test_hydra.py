@@ -115,7 +115,7 @@ EMBEDDED_CHOICES = {
 def test_conf_sets_only_the_embedded_searchs_own_choices():
     """The schema owns every default: the composed default differs from it exactly where the
     embedded search says so (a stale copy of a default in conf/ would show up here)."""
-    from spica.config.schema import OptimizationGoal, SearchSpace, SweepConfig
+    from spica.config import OptimizationGoal, SearchSpace, SweepConfig
 
     config, _ = compose([])
     composed = config.model_dump(mode="json")
