@@ -29,7 +29,8 @@ from spica.core.goals import GOALS
 from spica.core.unrolled import EVERY_ROLE
 from spica.plan import scale_free
 from spica.space import capacity
-from spica.space.branches import Branch, NoPerfData, NoViableParallelConfig, ParallelConfig, SpaceRequest, enumerate_branches
+from spica.space.branches import Branch, ParallelConfig, SpaceRequest
+from spica.space.enumeration import NoPerfData, NoViableParallelConfig, enumerate_branches
 from spica.space.table import format_pool_table
 
 logger = logging.getLogger("spica.space")

@@ -38,7 +38,8 @@ from spica.search.rounds import BranchSearch, RoundLoop, ask_sizes, most_pending
 from spica.search.spread import measure_spread
 from spica.search.unroll import LOAD_ROLE, in_flight
 from spica.space import projection
-from spica.space.branches import Branch, ParallelConfig, scored_version
+from spica.space.branches import Branch, ParallelConfig
+from spica.space.enumeration import scored_version
 from spica.study.algorithms import ALGORITHMS, StudyRequest
 from spica.study.base import AskPlan, Objective, Study
 from spica.study.params import Param

@@ -437,12 +437,12 @@ def test_a_perf_data_version_not_installed_is_refused_before_any_work(tmp_path, 
 
 
 def test_a_bug_is_a_traceback_with_a_report_hint_never_invalid_input(tmp_path, capsys, monkeypatch):
-    import spica.space.branches
+    import spica.space.enumeration
 
     def broken(request):
         raise ValueError("an internal invariant broke")  # a bug in enumeration, not a user mistake
 
-    monkeypatch.setattr(spica.space.branches, "enumerate_branches", broken)
+    monkeypatch.setattr(spica.space.enumeration, "enumerate_branches", broken)
     monkeypatch.setattr("spica.search.branches.enumerate_branches", broken)
     config = tmp_path / "c.yaml"
     config.write_text(SPACE + LOAD)
