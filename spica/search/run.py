@@ -34,7 +34,8 @@ from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, 
 from spica.search.draws import Draws
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress
-from spica.search.rounds import BranchSearch, RoundLoop, ask_sizes, most_pending
+from spica.search.rounds import BranchSearch, RoundLoop
+from spica.search.schedule import ask_sizes, most_pending
 from spica.search.spread import measure_spread
 from spica.search.unroll import LOAD_ROLE, in_flight
 from spica.space import projection
