@@ -270,16 +270,7 @@ def _search(
     deploy: DeploySettings | None, started: float,
 ) -> SearchResults:
     config = plan.config
-    finished = journal.load() if journal else []
-    # a candidate whose process died under it, or that overran a shorter time cap than today's,
-    # is measured again, not reused as failed
-    cap = config.sweep.max_eval_seconds
-    measured: dict[str, Candidate] = {
-        candidate.key: candidate for candidate in finished if not (candidate.transient or candidate.overran_before(cap))
-    }
-    if measured:
-        log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
-
+    measured = _resumed(journal, config.sweep.max_eval_seconds, folder)
     sweep = config.sweep
     deadline = started + sweep.max_search_seconds if sweep.max_search_seconds is not None else None
     meter = Progress(target=config.goal.objectives, enabled=progress, deadline=deadline)
@@ -322,8 +313,33 @@ def _search(
             pool.close(wait=False)  # what still replays would be thrown away: not waited for
         raise
 
-    tallies = dict(loop.tally.counts)
-    timings = {
+    timings = _timings(loop, started, sweep.max_search_seconds)
+    results = SearchResults(best, ledger, dict(loop.tally.counts), folder if write else None, plan)
+    task = ((folder, plan, results), dict(predictor_report=predictor_report, timings=timings, branches=branches, deploy=deploy))
+    _write_and_close(writer, task, pool if own_pool else None)
+    if progress:
+        from spica.results.table import format_results
+
+        shown = tell(sys.stdout, format_results(config, results, timings) + "\n")
+        if write and shown:
+            tell(sys.stdout, f"results: {folder} (open {folder / 'report.html'} in a browser)\n")
+    return results
+
+
+def _resumed(journal: Journal | None, cap: float | None, folder: Path) -> dict[str, Candidate]:
+    """The evaluations an earlier run of this plan finished, by key; a candidate whose process
+    died under it, or that overran a shorter time cap than today's, is measured again, not reused
+    as failed."""
+    finished = journal.load() if journal else []
+    measured = {candidate.key: candidate for candidate in finished if not (candidate.transient or candidate.overran_before(cap))}
+    if measured:
+        log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
+    return measured
+
+
+def _timings(loop: RoundLoop, started: float, max_search_seconds: float | None) -> dict[str, Any]:
+    """Where the search's time went, for summary.json and the results table."""
+    timings: dict[str, Any] = {
         "wall_seconds": time.monotonic() - started,
         "optimizer_seconds": loop.clock.seconds,
         "optimizer_exposed_seconds": loop.clock.exposed_seconds,
@@ -334,19 +350,23 @@ def _search(
         "cores": loop.idle.cores,
         "idle_core_seconds": loop.idle.idle_cores,  # in that window, the cores' (at most one per worker)
     }
-    if sweep.max_search_seconds is not None:
-        timings["budget"] = {"max_search_seconds": sweep.max_search_seconds, "ran_out": loop.out_of_time,
+    if max_search_seconds is not None:
+        timings["budget"] = {"max_search_seconds": max_search_seconds, "ran_out": loop.out_of_time,
                              "replays_ended": loop.ended_replays}
-    results = SearchResults(best, ledger, tallies, folder if write else None, plan)
+    return timings
+
+
+def _write_and_close(writer: ProcessPool | None, task: tuple[Any, ...], own_pool: EvaluationPool | None) -> None:
+    """The results folder handed to the writer before the search's own pool closes (its workers
+    end while the folder is written), then waited for."""
     written = None
     try:
-        if writer is not None:  # handed over before the pool closes: its workers end while the folder is written
-            task = ((folder, plan, results), dict(predictor_report=predictor_report, timings=timings, branches=branches, deploy=deploy))
+        if writer is not None:
             written = writer.submit(results_writer.write, [task])[0]
     finally:
         try:
-            if own_pool:
-                pool.close()
+            if own_pool is not None:
+                own_pool.close()
         finally:
             if writer is not None:
                 try:
@@ -354,13 +374,6 @@ def _search(
                         written.result()
                 finally:
                     writer.close()
-    if progress:
-        from spica.results.table import format_results
-
-        shown = tell(sys.stdout, format_results(config, results, timings) + "\n")
-        if write and shown:
-            tell(sys.stdout, f"results: {folder} (open {folder / 'report.html'} in a browser)\n")
-    return results
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:
