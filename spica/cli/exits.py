@@ -85,7 +85,7 @@ class user_errors:
 def leave(code: int) -> NoReturn:
     """Exit with `code`, skipping interpreter finalization: the work is done and on disk, and
     tearing down the JAX, TensorFlow Probability and Replay runtimes a search loaded only cost
-    time (~1 s of an S1 search) — or, with a JAX thread still running, aborted the process
+    time (~1 s of a search of benchmarks/peer/s1.yaml) — or, with a JAX thread still running, aborted the process
     (exit -6) instead of exiting with the code. What finalization would have removed and a
     search leaves behind is removed here: the evaluation workers' forkserver (idle, its pool
     closed; left to itself it ends only after its own finalization, ~0.1 s after this process),

@@ -87,7 +87,7 @@ class SearchSpace(Frozen):
     aic_nextn: Annotated[int, Strict(), Field(ge=0, le=5)] | None = None
     nextn_accepted: NonNegative | None = None  # draft tokens accepted per decode step (0..aic_nextn); null: Replay's default
     backend_version: Annotated[Any, BeforeValidator(_backend_version)] = None  # Spica's own: null = the latest perf data
-    # Quantization (the peer's pinned scalars; a list is searched; null = what the checkpoint uses)
+    # Quantization (`aisimulate recommend` pins each to one value; a list is searched; null = what the checkpoint uses)
     gemm_quant_mode: _knob(str) | None = None
     moe_quant_mode: _knob(str) | None = None
     kvcache_quant_mode: _knob(str) | None = None

@@ -52,9 +52,10 @@ KV_LOAD_LEVELS = 5
 """Points of a ranged KV-load ratio in the study's grid, evenly spaced from its low end to its
 high end (nine measured worse: docs/search.md, "Why step 5 runs this way")."""
 POOL_SAMPLE = 8192
-"""Points of a grid too large to list that a model-based study scores. S3 over 10 seeds, front
-hypervolume against the peer's: 0.90 when the study scored 2,048 points of its feature space
-(each projected onto a config), 0.91 with 2,048 grid points, 0.93 with 8,192, 0.93 with 20,000."""
+"""Points of a grid too large to list that a model-based study scores. S3 (benchmarks/peer/s3.yaml)
+over 10 seeds, front hypervolume against `aisimulate recommend`'s, re-scored (benchmarks/peer/):
+0.90 when the study scored 2,048 points of its feature space (each projected onto a config), 0.91
+with 2,048 grid points, 0.93 with 8,192, 0.93 with 20,000."""
 
 
 def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any], calibration: str | Path | None = None) -> Plan:
@@ -164,13 +165,13 @@ def _grid_points(
     of its feature space that project onto one and are told its result at features it does not have.
 
     Points that replay alike are one point (a sample may so hold fewer than its size): where no
-    Planner scales (one that does reads max_num_seqs as an engine's capacity), max_num_seqs
-    values no less than the requests the workload keeps in flight never hold one back
-    (`in_flight`), so of those only the smallest stays, the one that holds the least memory in a
-    real engine (a concurrency of 32 leaves 256 of the default 256, 512, 1024). S3 over 20
-    seeds: front hypervolume 1.006 of the unmerged pool's (mean; median 1.013, better on 13),
-    where up to 5 of a seed's 64 replays had repeated another's result (docs/search.md, "Why
-    step 5 runs this way")."""
+    Planner scales (one that does reads max_num_seqs as an engine's capacity), max_num_seqs values
+    no less than the requests the workload keeps in flight never hold one back (`in_flight`), so of
+    those only the smallest stays, the one that holds the least memory in a real engine (a
+    concurrency of 32 leaves 256 of the default 256, 512, 1024). S3 (benchmarks/peer/s3.yaml) over
+    20 seeds: front hypervolume 1.006 of the unmerged pool's (mean; median 1.013, better on 13),
+    where up to 5 of a seed's 64 replays had repeated another's result (docs/search.md, "Why step 5
+    runs this way")."""
     names = {param.name for param in params}
     combos = knob_grid([knob for knob in knobs if knob.searched])
     ratio = config.workload.kv_load_ratio
