@@ -50,7 +50,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from spica.cli import EXIT_NOTHING_FEASIBLE, compose
+from spica.cli.exits import EXIT_NOTHING_FEASIBLE
+from spica.cli.hydra_app import compose
 from spica.config import SmartSearchConfig
 from spica.core.candidate import Candidate
 from spica.evaluation import score

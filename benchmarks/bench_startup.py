@@ -1,8 +1,8 @@
 """Where a `spica` process's time goes before (and after) its replays: S1 as the command runs it.
 
-Each run launches a fresh interpreter that imports `spica.cli` and calls its `main()` exactly as
-the `spica` script does (`--config-file` S1, the results in a temporary folder); a few of the
-search's own steps are wrapped to note the time they end at. Printed per step (medians over the
+Each run launches a fresh interpreter that imports `spica.cli.commands` and calls its `main()`
+exactly as the `spica` script does (`--config-file` S1, the results in a temporary folder); a few
+of the search's own steps are wrapped to note the time they end at. Printed per step (medians over the
 runs): when it ends, counted from the launch, and how long it took; written to
 benchmarks/results/startup.json.
 
@@ -57,7 +57,7 @@ def mark(name):
     marks.write(json.dumps([name, time.time()]) + "\\n"); marks.flush()
 mark("interpreter")
 import spica.__main__
-import spica.cli
+import spica.cli.commands
 mark("imports")
 import spica.search.run as run
 def noting(name, function):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 SEARCH_IMPORTS = (
     # the command, the search and its results (main process)
-    "spica.__main__", "spica.cli", "spica.search.run", "spica.results.report", "spica.study.vizier_study", "spica.study.grid",
+    "spica.__main__", "spica.cli.commands", "spica.search.run", "spica.results.report", "spica.study.vizier_study", "spica.study.grid",
     "spica.planner.config", "spica.planner.predictors", "spica.deploy.engines", "runner.slurm_pool",
     "spica.study.optuna_tpe", "spica.calibrate", "spica.calibrate.aiperf", "spica.results.compare",
     # evaluation workers and the replay child

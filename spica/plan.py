@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from spica.config import ConfigError, SLATarget, SmartSearchConfig
-from spica.config.schema import load_yaml
+from spica.config.loading import load_yaml
 from spica.core.errors import UserError
 from spica.core.goals import GOALS
 from spica.planner.policies import filter_scaling_policies, is_static

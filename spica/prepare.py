@@ -12,7 +12,7 @@ rounds) still exports its own on first use.
 
 from __future__ import annotations
 
-from spica.cli import compose
+from spica.cli.hydra_app import compose
 from spica.plan import compile_plan
 from spica.search.branches import branches_for
 from spica.search.run import open_searches

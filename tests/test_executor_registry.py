@@ -14,8 +14,8 @@ from hydra_plugins.spica_launcher import spica_launcher  # noqa: F401 - stores t
 from runner import probe
 from runner.executors import make_executor
 from runner.slurm_pool import SlurmPool
-from spica import cli
-from spica.cli import evaluation_pool
+from spica.cli import commands
+from spica.cli.search import evaluation_pool
 from spica.config import executors
 from spica.config.app import EvaluationSettings, split_app_settings
 from spica.config.errors import ConfigError
@@ -77,7 +77,7 @@ def test_a_missing_evaluation_image_is_one_line_from_the_command_before_the_sear
     config = tmp_path / "search.yaml"
     config.write_text(yaml.safe_dump({**BASE, "search_space": {"model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm"}}))
     with pytest.raises(SystemExit) as info:
-        cli.main(["--config-file", str(config), "evaluation.executor=slurm", f"results_dir={tmp_path / 'out'}"])
+        commands.main(["--config-file", str(config), "evaluation.executor=slurm", f"results_dir={tmp_path / 'out'}"])
     assert info.value.code == 2
     assert capsys.readouterr().err.splitlines() == [
         "spica: invalid input:",

@@ -8,7 +8,7 @@ import sys
 
 from spica.core.startup import THRESHOLDS
 
-PRINT_THRESHOLDS = "import gc, spica.cli as cli; cli._dispatch = lambda argv, explicit: print(gc.get_threshold()); cli.main({})"
+PRINT_THRESHOLDS = "import gc, spica.cli.commands as cli; cli._dispatch = lambda argv, explicit: print(gc.get_threshold()); cli.main({})"
 
 
 def _thresholds(argv: str) -> str:

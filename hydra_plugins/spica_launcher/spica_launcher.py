@@ -51,7 +51,8 @@ class ContainerLauncher(BaseSubmititLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from runner.container import Container, ensure_image, job_mounts
         from runner.executors import make_executor
-        from spica.cli import CONF_DIR, _user_errors
+        from spica.cli.exits import user_errors
+        from spica.cli.hydra_app import CONF_DIR
 
         assert self.config is not None
         options = dict(self.params)
@@ -66,7 +67,7 @@ class ContainerLauncher(BaseSubmititLauncher):
         mode = options["container_mode"]
         container = Container(options["container_image"], options["container_engine"], mode,
                               job_mounts(mode, reads=tuple(reads), writes=tuple(writes)), workdir=os.getcwd())
-        with _user_errors():  # one line and exit 2, as the command's own input errors (Hydra would print a traceback)
+        with user_errors():  # one line and exit 2, as the command's own input errors (Hydra would print a traceback)
             ensure_image(container, cluster=options["cluster"], setting="hydra.launcher.container_image",
                          host=f"use hydra/launcher=submitit_{options['cluster']}")
         executor = make_executor(

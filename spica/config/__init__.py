@@ -5,15 +5,11 @@ scripts import it from this module.
 """
 
 from spica.config.errors import ConfigError
-from spica.config.schema import (
-    OptimizationGoal,
-    OptimizationTarget,
-    SearchSpace,
-    SLATarget,
-    SmartSearchConfig,
-    SweepConfig,
-    Workload,
-)
+from spica.config.goal import OptimizationGoal, OptimizationTarget, SLATarget
+from spica.config.schema import SmartSearchConfig
+from spica.config.search_space import SearchSpace
+from spica.config.sweep import SweepConfig
+from spica.config.workload import Workload
 from spica.core.candidate import Candidate
 
 __all__ = [

@@ -1,8 +1,9 @@
 """Spica's own blocks beside the SmartSearchConfig, and every default as one Hydra node.
 
 The `spica` command composes `conf/` on top of `schema_defaults()`: the pydantic models here
-and in `schema.py` own every default, and `conf/` holds only what the embedded default search
-(or a group option) deliberately sets otherwise. The app blocks are validated like the rest:
+and in the contract's modules (schema.py and the blocks it holds) own every default, and
+`conf/` holds only what the embedded default search (or a group option) deliberately sets
+otherwise. The app blocks are validated like the rest:
 a typo such as `evaluation.max_paralel=3` is an error, never ignored.
 """
 
@@ -16,10 +17,15 @@ from pydantic import BaseModel, Field, ValidationError, create_model, model_vali
 from spica.config.deploy import DeploySettings
 from spica.config.errors import ConfigError, format_validation_error
 from spica.config.executors import EXECUTORS, NAMES, settings_fields
-from spica.config.schema import LOAD_FIELDS, OptimizationGoal, SearchSpace, SmartSearchConfig, SweepConfig, Workload, _Frozen
+from spica.config.fields import Frozen
+from spica.config.goal import OptimizationGoal
+from spica.config.schema import SmartSearchConfig
+from spica.config.search_space import SearchSpace
+from spica.config.sweep import SweepConfig
+from spica.config.workload import LOAD_FIELDS, Workload
 
 
-class _Evaluation(_Frozen):
+class _Evaluation(Frozen):
     """Where candidate replays run, the timing calibration they score with, and where kv_router
     draws are kept. The executor is not part of a plan (it never changes a score): `executor`
     names a record of spica/config/executors.py; the other keys are every executor's own, flat.
@@ -49,7 +55,7 @@ EvaluationSettings = create_model(
 )
 
 
-class AppSettings(_Frozen):
+class AppSettings(Frozen):
     """The command's own keys: where results go, how evaluations are executed, how manifests deploy."""
 
     results_dir: str | None = None  # null: Hydra's run directory

@@ -16,7 +16,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel
 
-from spica.config.schema import PositiveInt, _Frozen
+from spica.config.fields import Frozen, PositiveInt
 
 
 DEFAULT_IMAGE = "localhost/spica:latest"
@@ -25,11 +25,11 @@ plan jobs, SLURM evaluation workers and Hydra multirun jobs run unless told to u
 or (None) the host's venv."""
 
 
-class LocalSettings(_Frozen):
+class LocalSettings(Frozen):
     """Spica's own process pool on this machine (`sweep.parallel_evals` workers): nothing to set."""
 
 
-class SlurmSettings(_Frozen):
+class SlurmSettings(Frozen):
     """Each round's replays as one SLURM job array; the names are runner.slurm_pool.SlurmPool's."""
 
     slurm_partition: str | None = None  # null: the cluster's default partition

@@ -1,7 +1,7 @@
 """How the `spica` command stops on Ctrl-C (exit 130) and SIGTERM (143): one line, no traceback,
 from its first moment. Standard library only: the command's entry (spica/__main__.py) installs
 these before it imports anything heavier, so a stop while the command itself imports is held back
-like any other (spica/cli.py reports it and shuts a search down)."""
+like any other (spica/cli/exits.py reports it and shuts a search down)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def stop_message(exc: KeyboardInterrupt) -> tuple[str, int]:
 
 
 def stopped_early(exc: KeyboardInterrupt) -> NoReturn:
-    """A stop before spica/cli.py's `main` could report it (while the command imports it): nothing
+    """A stop before spica/cli/commands.py's `main` could report it (while the command imports it): nothing
     started yet, nothing to shut down."""
     line, code = stop_message(exc)
     with contextlib.suppress(OSError, ValueError):  # its reader gone: the exit status still says it

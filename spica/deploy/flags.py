@@ -39,11 +39,11 @@ ROUTER_FLAGS = (
 
 
 def profiler_modules() -> tuple[ModuleType, ModuleType]:
-    """Dynamo's profiler config modifiers and DGD helpers. They import transformers (seconds):
-    loaded when the first manifest is built, not when Spica starts. They need two small modules
-    of Dynamo's planner, whose package __init__ imports its connectors, scikit-learn and
-    Kubernetes' client (3.4 s of CPU here, a third of an S1 search's): it is deferred until a
-    name of the package itself is asked for (S1, paired runs: CPU 16.1 -> 12.5 s, wall -4 %)."""
+    """Dynamo's profiler config modifiers and DGD helpers. They import transformers (seconds): loaded
+    when the first manifest is built, not when Spica starts. They need two small modules of Dynamo's
+    planner, whose package __init__ imports its connectors, scikit-learn and Kubernetes' client
+    (3.4 s of CPU here, a third of a search of benchmarks/peer/s1.yaml): it is deferred until a name
+    of the package itself is asked for (that search, paired runs: CPU 16.1 -> 12.5 s, wall -4 %)."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found" notice
     _defer_package_init("dynamo.planner")
     from dynamo.profiler.utils import config as dgd

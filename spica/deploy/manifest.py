@@ -183,39 +183,54 @@ def dynamo_manifest(
     main = dgd.get_main_container(components["frontend"])
     main.args = [*(main.args or []), *frontend]
     for role, pool in pools.items():
-        component = components[COMPONENT_TYPES[role]]
-        container = dgd.get_main_container(component)
-        context_flag = record.context_flag_after_modifier
-        if context_flag and workers[role].context_length is not None:
-            container.args = dgd.set_unique_argument_value(container.args, context_flag, str(workers[role].context_length))
-        nodes = placements[role][1]
-        component.multinode = dgd.MultinodeConfig(nodeCount=nodes) if nodes > 1 else None
-        if view.pinned_hardware:  # each pool on the GPUs it was scored on
-            selector = gpu_node_selector(pool.hardware_sku)
-            if selector is None:
-                log.warning("%s: no GPU node label known for %s; the %s pods are not pinned to it", name, pool.hardware_sku, role)
-            component.podTemplate.spec.nodeSelector = selector
-        if planner is not None:
-            container.env = dgd.set_unique_env_value(container.env, "DYN_FORWARDPASS_METRIC_PORT", FPM_PORT)
-        if workers[role].host_blocks and record.kvbm_offload:
-            container.env = dgd.set_unique_env_value(container.env, "DYN_KVBM_CPU_CACHE_OVERRIDE_NUM_BLOCKS", str(workers[role].host_blocks))
-        offload = host_offload_bytes(view, pool, workers[role]) / nodes
-        if settings.worker_memory_gib is not None or offload:
-            memory = math.ceil((settings.worker_memory_gib or 0) + offload / GIB)
-            container.resources = dict(container.resources or {})
-            container.resources.setdefault("requests", {})["memory"] = f"{memory}Gi"
+        _fit_worker(dgd, components[COMPONENT_TYPES[role]], candidate, pool, workers[role], placements[role][1],
+                    settings, name, planned=planner is not None)
     if planner is not None:
-        component = dgd.DgdPlannerComponentConfig()
-        container = dgd.get_main_container(component)
-        container.image = settings.image(PLANNER_IMAGE)
-        container.workingDir = None  # Dynamo resolves it on this machine; `python3 -m` needs none
-        container.args = ["--config", flags.compact_json(planner)]
-        config.spec.components.insert(1, component)
+        config.spec.components.insert(1, _planner_component(dgd, settings, planner))
     manifest = config.model_dump()
     for component in manifest["spec"]["components"]:
         _set_token_secret(dgd.get_main_container_dict(component), settings.hf_token_secret)
     manifest["metadata"]["annotations"] = engine_annotations(candidate, settings)
     return manifest
+
+
+def _fit_worker(
+    dgd: Any, component: Any, candidate: Candidate, pool: Pool, worker: flags.Worker, nodes: int,
+    settings: DeploySettings, name: str, *, planned: bool,
+) -> None:
+    """One role's component as the template builds it, set as the candidate was replayed: its
+    context length, nodes, GPU type (pinned per role), forward-pass metrics for a Planner, host
+    offload blocks and the memory they take."""
+    view, record = candidate.view, backends.backend(candidate.unrolled["backend"])
+    container = dgd.get_main_container(component)
+    context_flag = record.context_flag_after_modifier
+    if context_flag and worker.context_length is not None:
+        container.args = dgd.set_unique_argument_value(container.args, context_flag, str(worker.context_length))
+    component.multinode = dgd.MultinodeConfig(nodeCount=nodes) if nodes > 1 else None
+    if view.pinned_hardware:  # each pool on the GPUs it was scored on
+        selector = gpu_node_selector(pool.hardware_sku)
+        if selector is None:
+            log.warning("%s: no GPU node label known for %s; the %s pods are not pinned to it", name, pool.hardware_sku, pool.role)
+        component.podTemplate.spec.nodeSelector = selector
+    if planned:
+        container.env = dgd.set_unique_env_value(container.env, "DYN_FORWARDPASS_METRIC_PORT", FPM_PORT)
+    if worker.host_blocks and record.kvbm_offload:
+        container.env = dgd.set_unique_env_value(container.env, "DYN_KVBM_CPU_CACHE_OVERRIDE_NUM_BLOCKS", str(worker.host_blocks))
+    offload = host_offload_bytes(view, pool, worker) / nodes
+    if settings.worker_memory_gib is not None or offload:
+        memory = math.ceil((settings.worker_memory_gib or 0) + offload / GIB)
+        container.resources = dict(container.resources or {})
+        container.resources.setdefault("requests", {})["memory"] = f"{memory}Gi"
+
+
+def _planner_component(dgd: Any, settings: DeploySettings, planner: Mapping[str, Any]) -> Any:
+    """The Planner's own component, running the config the candidate was replayed with."""
+    component = dgd.DgdPlannerComponentConfig()
+    container = dgd.get_main_container(component)
+    container.image = settings.image(PLANNER_IMAGE)
+    container.workingDir = None  # Dynamo resolves it on this machine; `python3 -m` needs none
+    container.args = ["--config", flags.compact_json(planner)]
+    return component
 
 
 def _set_token_secret(container: dict[str, Any], secret: str | None) -> None:

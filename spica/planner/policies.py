@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from spica.config.schema import OptimizationTarget
+from spica.config.goal import OptimizationTarget
 from spica.core.goals import PlannerTarget
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from spica.core.candidate import STATUSES, Candidate
 log = logging.getLogger("spica.results")
 MIN_FREE_MIB = 16
 """Free space a results folder must have when a search starts: a search's ledger, plots and
-manifests take 1-2 MiB (S1), so 16 MiB leaves room for larger ones and their journals."""
+manifests take 1-2 MiB (benchmarks/peer/s1.yaml), so 16 MiB leaves room for larger ones and their journals."""
 PROBE_BYTES = 64 * 1024  # written for real (and synced): an empty probe file is created even on a full disk
 
 

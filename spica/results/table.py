@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
-from spica.config.schema import SLA_METRICS
+from spica.config.goal import SLA_METRICS
 from spica.core.candidate import Candidate
 from spica.core.goals import GOALS
 from spica.deploy.versions import engine_versions, version_note

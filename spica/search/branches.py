@@ -5,14 +5,10 @@ A search is scale-free when k× every pool's replicas at k× the load scores exa
 deployment itself: the load is a KV-load ratio (concurrency and request count follow the
 deployment's own capacity), requests are dealt round robin, no Planner resizes the pools, and
 no objective or bound grows with the deployment's size (total throughput, GPUs, a goodput floor).
-Measured on S3 (shared/scenarios/s3_moe_pareto.yaml): agg SGLang TP4 at ratio 0.2375 scores
-3,946.4 tok/s/GPU and 56.9 tok/s/user with 1 or 2 replicas. There, replicas only spend the
-study's trials (3 of S3's seed-11 round 7 repeated scores already measured) and make its replays
-longer; the study searches the fewest-GPU config of each replica ratio (1 agg replica, a
-reduced prefill:decode pair: S3's agg pool 141 → 55 configs, disagg 4,398 → 3,794), and the
-results table says that they scale. S3 over 10 seeds (with the feature-space pool of that
-time): 192k simulated requests per run instead of 238k (medians), process 21.9 s from 31.3 s,
-front hypervolume unchanged (0.90 of the peer's either way, on three peer runs).
+There, replicas only spend the study's trials and make its replays longer: the study searches
+the fewest-GPU config of each replica ratio (1 agg replica, a reduced prefill:decode pair), and
+the results table says that they scale. Measured: docs/search.md, "Why a scale-free search
+searches one config per replica ratio".
 """
 
 from __future__ import annotations
@@ -23,13 +19,14 @@ import math
 
 from spica.config import ConfigError, SmartSearchConfig
 from spica.config.trace import warn_if_longer_than
-from spica.config.schema import ROLE_HARDWARE_FIELDS
+from spica.config.search_space import ROLE_HARDWARE_FIELDS
 from spica.core.errors import UserError
 from spica.core.goals import GOALS
 from spica.core.unrolled import EVERY_ROLE
 from spica.plan import scale_free
 from spica.space import capacity
-from spica.space.branches import Branch, NoPerfData, NoViableParallelConfig, ParallelConfig, SpaceRequest, enumerate_branches
+from spica.space.branches import Branch, ParallelConfig, SpaceRequest
+from spica.space.enumeration import NoPerfData, NoViableParallelConfig, enumerate_branches
 from spica.space.table import format_pool_table
 
 logger = logging.getLogger("spica.space")

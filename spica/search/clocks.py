@@ -54,8 +54,8 @@ class WorkerClock:
 
     Also the CPU cores' seconds with neither a replay nor an ask on them (`idle_cores`): idle
     workers overstate what the machine lost where a pool has more workers than cores (upstream's
-    GLM-5 study: 8 on 2 cores, every core busy while two of them still replay), and while a
-    study asks, which runs on a core of its own in this process (S3, 2 workers on 2 cores, seeds
+    GLM-5 study, examples/glm5_b200_72.yaml: 8 on 2 cores, every core busy while two of them still replay), and while a
+    study asks, which runs on a core of its own in this process (S3, benchmarks/peer/s3.yaml: 2 workers on 2 cores, seeds
     1 and 2: idle workers 8.0 % and 5.0 %, the machine's idle time read from /proc/stat 4.6 % and
     3.4 %, of which the replays after the last ask 4.1 % and 3.1 %)."""
 

@@ -4,7 +4,7 @@ left, so that the branches end together instead of one of them replaying alone a
 A branch alone asks with only its own previous ask's replays running (each ask knows the results
 of the ask two before it, docs/search.md step 5): when those finish before its next ask is
 chosen, or wait on one long replay, workers sit idle. With the pool handing replays out in the
-order they were asked, S3's agg branch (short replays, about a fifth of the replay time) ran
+order they were asked, the agg branch of benchmarks/peer/s3.yaml (short replays, about a fifth of the replay time) ran
 ahead and ended while the disagg branch had half its asks to go. Which replay runs first never
 changes what an ask knows, so the ledger is the same either way.
 

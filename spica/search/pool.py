@@ -41,7 +41,7 @@ ORPHAN_POLL_SECONDS = 0.5
 
 WORKER_NICENESS = 10
 """Evaluation workers (and their replay children) run at this lower CPU priority. Where a search
-has more workers than cores (upstream's GLM-5 study: 8 on a 2-core machine), the study's ask
+has more workers than cores (upstream's GLM-5 study (examples/glm5_b200_72.yaml): 8 on a 2-core machine), the study's ask
 otherwise shares the cores with every running replay and takes several times longer, while the
 workers its results would feed run dry (7.0 % of their time on that study's first 160 samples).
 With a core per worker, there is nothing to share and it changes nothing."""
@@ -218,10 +218,10 @@ class ProcessPool:
 
     def close(self, wait: bool = True) -> None:
         """Cancel what is queued; `wait`: until the items running finish and the workers end, else
-        the workers are killed, and the replay children they hold with them (an interrupted
-        search: what they run would be thrown away, and a replay may run for minutes; upstream's
-        GLM-5 study, stopped 40 s in, was still waiting for its first round 2 minutes later). Their
-        items end cancelled."""
+        the workers are killed, and the replay children they hold with them (an interrupted search:
+        what they run would be thrown away, and a replay may run for minutes; upstream's GLM-5 study
+        (examples/glm5_b200_72.yaml), stopped 40 s in, was still waiting for its first round 2
+        minutes later). Their items end cancelled."""
         with self._lock:  # a break being healed meanwhile either ends before, or sees it closed
             self._closed = True
             executor = self._executor

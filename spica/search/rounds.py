@@ -1,44 +1,17 @@
 """docs/search.md step 5: every branch's study runs its own rounds, one ask ahead, all on one
 pool.
 
-An ask is ask → project → dedupe → evaluate → tell for one branch: a round's
-candidates_per_round suggestions, or where the round is wider than the pool (S3: 4 per round, 2
-workers) as many as the pool has workers, the round asked in parts. Suggestions asked beyond
-the pool's width would only wait in its queue, and asked later they know more: on S3, rounds of
-4 asked in two parts reach a front hypervolume of 0.99 of the peer's where whole rounds reach
-0.94 (same 64 replays, 19 seeds; docs/search.md, "Why step 5 runs this way"). The last round
-is asked whole: nothing asked later would know its results, and asked in parts its last part
-came one ask later, so the search often ended on one long replay asked last while the other
-workers sat dry (S3, seeds 1–8 in turn with parts to the end: workers idle after the last ask
-2.0 % → 0.4 % of their time, walls 36.1 → 34.5 s, medians; the front unchanged over 20 seeds).
-
-A branch does not wait for the whole of an ask before asking the next: each suggestion is due
-(its result told) by the ask two after its own, so ask a+1 is asked while ask a replays, with
-ask a still pending in its study (Vizier and the fast designer hand them to GP-UCB-PE as active
-trials: the UCB and PE variances are conditioned on them, so the new ask spreads away from
-them; TPE uses its constant liar). No worker waits for the study's next ask, and branches do
-not wait for each other either.
-
-Where the branches' rounds together are no larger than the pool (parallel_evals ≥ per_round ×
-branches, as in upstream's GLM-5 study: one branch, 8 × 8; an ask is then a whole round), a
-costly suggestion is due later, by as many rounds as its cost holds the round's cheapest one,
-less one (`later_rounds`, at most LATEST_DUE rounds after its ask). A replay's time grows with
-the requests it simulates, known before it runs, and on a KV-relative load they span two orders
-of magnitude within a round (GLM-5: 1.3k–99k). Due with the rest, the slowest one held back the
-tells behind it, and so the next ask, while the other workers ran dry; due by its cost, it comes
-in about when the rounds asked meanwhile have kept the other workers busy. A pool smaller than
-its rounds has their other replays to go on with, and deferring there only gives its asks less
-to know (S3 deferring so: front 0.94 of the peer's against 1.02, seeds 1–8). Each ask's replays
-are handed to the pool costliest first, so that they do not start last; on a local pool a free
-worker takes the waiting replay of the branch with the most replay time left
-(spica/search/feeder.py).
+An ask is ask → project → dedupe → evaluate → tell for one branch; how rounds are cut into asks
+and when each suggestion is due is spica/search/schedule.py. A branch does not wait for the
+whole of an ask before asking the next: its pending suggestions are handed to the study as
+active trials, so the new ask spreads away from them. Neither workers nor branches wait for
+each other.
 
 Reproducible whatever the replay durations: results are told strictly in due order (within a due
 ask: an ask's own suggestions in ask order, then its followers), one at a time, and a branch
 asks as soon as every result due by that ask is told. Every ask therefore knows exactly the
-results due by it — a fact of the candidates, not of which replay came back first (a replay that
-finishes early waits, measured and journaled, for the ones due before it). The ledger comes out
-in (round, branch, ask) order, so a seeded run gives the same ledger every time.
+results due by it, a fact of the candidates, not of which replay came back first. The ledger
+comes out in (round, branch, ask) order, so a seeded run gives the same ledger every time.
 
 A time budget (`sweep.max_search_seconds`) ends the asking where it runs out: replays not yet
 started are dropped, those running get a tenth of the budget more to finish (GRACE_SHARE), and
@@ -53,7 +26,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from spica.config import SweepConfig
 from spica.core.candidate import STATUSES, Candidate
 from spica.evaluation import score
 from spica.evaluation.calibration import candidate_fields
@@ -66,6 +38,7 @@ from spica.search.draws import Draws
 from spica.search.feeder import Feeder
 from spica.search.pool import EvaluationPool, WorkerLost, outcome
 from spica.search.progress import Progress
+from spica.search.schedule import AskSlot, ask_sizes, ask_slot, defers, later_rounds
 from spica.search.unroll import candidate_key, unroll
 from spica.space import projection
 from spica.space.branches import Branch
@@ -77,76 +50,7 @@ ASK_CAP_PER_SLOT = 11
 (11 × its size in all, upstream's per-round safety cap): duplicates are replaced until then."""
 
 
-LATEST_DUE = 8
-"""The most rounds after its own ask a deferred replay may be due (an ordinary one: 2), however
-costly: the asks in between know nothing of it."""
-
-
 GRACE_SHARE = 0.1  # of the time budget: how long replays running when it runs out may still finish
-
-
-def defers(sweep: SweepConfig, branches: int) -> bool:
-    """Whether a round's costlier suggestions are deferred: where the branches' rounds, which
-    share the pool, do not outnumber its workers (why: the module docstring)."""
-    return sweep.parallel_evals >= sweep.per_round * branches
-
-
-def ask_size(sweep: SweepConfig) -> int:
-    """How many suggestions one ask brings: a round's, or where the round is wider than the pool
-    (candidates_per_round > parallel_evals), as many as the pool has workers, the round asked in
-    parts (why: the module docstring). The plan's numbers, not the pool's, decide it, so a plan
-    asks the same questions on any executor."""
-    return min(sweep.per_round, sweep.parallel_evals)
-
-
-@dataclass(frozen=True)
-class AskSlot:
-    """Where an ask falls: its round, the round's suggestions before it, and how many it brings."""
-
-    round: int
-    first: int
-    size: int
-
-
-def ask_slot(sweep: SweepConfig, index: int, rounds: int | None) -> AskSlot | None:
-    """A branch's ask number `index` (None: past its last): each round in parts of ask_size, but
-    the last of `rounds` rounds asked whole, so that its replays reach the pool at once, costliest
-    first, and the search does not end on one long replay asked last with the other workers dry
-    (why: the module docstring). `rounds` None: no last round (an exhaustive study, asked until
-    it runs dry)."""
-    width = ask_size(sweep)
-    parts = -(-sweep.per_round // width)
-    round_index, part = divmod(index, parts)
-    if rounds is not None and round_index >= rounds - 1:
-        return AskSlot(rounds - 1, 0, sweep.per_round) if index == (rounds - 1) * parts else None
-    first = part * width
-    return AskSlot(round_index, first, min(width, sweep.per_round - first))
-
-
-def ask_sizes(sweep: SweepConfig) -> tuple[int, ...]:
-    """The sizes of a branch's asks over max_rounds rounds, in order."""
-    sizes: list[int] = []
-    while (slot := ask_slot(sweep, len(sizes), sweep.max_rounds)) is not None:
-        sizes.append(slot.size)
-    return tuple(sizes)
-
-
-def most_pending(sweep: SweepConfig, branches: int) -> int:
-    """How many of a branch's own suggestions (followers aside) may still be untold when it
-    asks: the previous ask's, and of each earlier round up to LATEST_DUE all but its cheapest."""
-    n = ask_size(sweep)
-    return n + ((LATEST_DUE - 2) * (n - 1) if defers(sweep, branches) else 0)
-
-
-def later_rounds(costs: list[int | None]) -> list[int]:
-    """Per suggestion, how many rounds after the rest of its round it is due: one per unit cost
-    (the round's cheapest) it takes beyond the first (cost / unit, rounded, less one), so a replay
-    is due by about the time its worker would be done with it; at most LATEST_DUE - 2. None later
-    where a cost is unknown (a trace)."""
-    if not costs or any(cost is None for cost in costs):
-        return [0] * len(costs)
-    unit = max(min(costs), 1)
-    return [min(LATEST_DUE - 2, max(0, int(cost / unit + 0.5) - 1)) for cost in costs]
 
 
 @dataclass

@@ -34,11 +34,13 @@ from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, 
 from spica.search.draws import Draws
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress
-from spica.search.rounds import BranchSearch, RoundLoop, ask_sizes, most_pending
+from spica.search.rounds import BranchSearch, RoundLoop
+from spica.search.schedule import ask_sizes, most_pending
 from spica.search.spread import measure_spread
 from spica.search.unroll import LOAD_ROLE, in_flight
 from spica.space import projection
-from spica.space.branches import Branch, ParallelConfig, scored_version
+from spica.space.branches import Branch, ParallelConfig
+from spica.space.enumeration import scored_version
 from spica.study.algorithms import ALGORITHMS, StudyRequest
 from spica.study.base import AskPlan, Objective, Study
 from spica.study.params import Param
@@ -50,9 +52,10 @@ KV_LOAD_LEVELS = 5
 """Points of a ranged KV-load ratio in the study's grid, evenly spaced from its low end to its
 high end (nine measured worse: docs/search.md, "Why step 5 runs this way")."""
 POOL_SAMPLE = 8192
-"""Points of a grid too large to list that a model-based study scores. S3 over 10 seeds, front
-hypervolume against the peer's: 0.90 when the study scored 2,048 points of its feature space
-(each projected onto a config), 0.91 with 2,048 grid points, 0.93 with 8,192, 0.93 with 20,000."""
+"""Points of a grid too large to list that a model-based study scores. S3 (benchmarks/peer/s3.yaml)
+over 10 seeds, front hypervolume against `aisimulate recommend`'s, re-scored (benchmarks/peer/):
+0.90 when the study scored 2,048 points of its feature space (each projected onto a config), 0.91
+with 2,048 grid points, 0.93 with 8,192, 0.93 with 20,000."""
 
 
 def _as_plan(config: SmartSearchConfig | Plan | Mapping[str, Any], calibration: str | Path | None = None) -> Plan:
@@ -162,13 +165,13 @@ def _grid_points(
     of its feature space that project onto one and are told its result at features it does not have.
 
     Points that replay alike are one point (a sample may so hold fewer than its size): where no
-    Planner scales (one that does reads max_num_seqs as an engine's capacity), max_num_seqs
-    values no less than the requests the workload keeps in flight never hold one back
-    (`in_flight`), so of those only the smallest stays, the one that holds the least memory in a
-    real engine (a concurrency of 32 leaves 256 of the default 256, 512, 1024). S3 over 20
-    seeds: front hypervolume 1.006 of the unmerged pool's (mean; median 1.013, better on 13),
-    where up to 5 of a seed's 64 replays had repeated another's result (docs/search.md, "Why
-    step 5 runs this way")."""
+    Planner scales (one that does reads max_num_seqs as an engine's capacity), max_num_seqs values
+    no less than the requests the workload keeps in flight never hold one back (`in_flight`), so of
+    those only the smallest stays, the one that holds the least memory in a real engine (a
+    concurrency of 32 leaves 256 of the default 256, 512, 1024). S3 (benchmarks/peer/s3.yaml) over
+    20 seeds: front hypervolume 1.006 of the unmerged pool's (mean; median 1.013, better on 13),
+    where up to 5 of a seed's 64 replays had repeated another's result (docs/search.md, "Why step 5
+    runs this way")."""
     names = {param.name for param in params}
     combos = knob_grid([knob for knob in knobs if knob.searched])
     ratio = config.workload.kv_load_ratio
@@ -268,16 +271,7 @@ def _search(
     deploy: DeploySettings | None, started: float,
 ) -> SearchResults:
     config = plan.config
-    finished = journal.load() if journal else []
-    # a candidate whose process died under it, or that overran a shorter time cap than today's,
-    # is measured again, not reused as failed
-    cap = config.sweep.max_eval_seconds
-    measured: dict[str, Candidate] = {
-        candidate.key: candidate for candidate in finished if not (candidate.transient or candidate.overran_before(cap))
-    }
-    if measured:
-        log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
-
+    measured = _resumed(journal, config.sweep.max_eval_seconds, folder)
     sweep = config.sweep
     deadline = started + sweep.max_search_seconds if sweep.max_search_seconds is not None else None
     meter = Progress(target=config.goal.objectives, enabled=progress, deadline=deadline)
@@ -320,8 +314,33 @@ def _search(
             pool.close(wait=False)  # what still replays would be thrown away: not waited for
         raise
 
-    tallies = dict(loop.tally.counts)
-    timings = {
+    timings = _timings(loop, started, sweep.max_search_seconds)
+    results = SearchResults(best, ledger, dict(loop.tally.counts), folder if write else None, plan)
+    task = ((folder, plan, results), dict(predictor_report=predictor_report, timings=timings, branches=branches, deploy=deploy))
+    _write_and_close(writer, task, pool if own_pool else None)
+    if progress:
+        from spica.results.table import format_results
+
+        shown = tell(sys.stdout, format_results(config, results, timings) + "\n")
+        if write and shown:
+            tell(sys.stdout, f"results: {folder} (open {folder / 'report.html'} in a browser)\n")
+    return results
+
+
+def _resumed(journal: Journal | None, cap: float | None, folder: Path) -> dict[str, Candidate]:
+    """The evaluations an earlier run of this plan finished, by key; a candidate whose process
+    died under it, or that overran a shorter time cap than today's, is measured again, not reused
+    as failed."""
+    finished = journal.load() if journal else []
+    measured = {candidate.key: candidate for candidate in finished if not (candidate.transient or candidate.overran_before(cap))}
+    if measured:
+        log.info("resuming: %d finished evaluations found in %s", len(measured), folder)
+    return measured
+
+
+def _timings(loop: RoundLoop, started: float, max_search_seconds: float | None) -> dict[str, Any]:
+    """Where the search's time went, for summary.json and the results table."""
+    timings: dict[str, Any] = {
         "wall_seconds": time.monotonic() - started,
         "optimizer_seconds": loop.clock.seconds,
         "optimizer_exposed_seconds": loop.clock.exposed_seconds,
@@ -332,19 +351,23 @@ def _search(
         "cores": loop.idle.cores,
         "idle_core_seconds": loop.idle.idle_cores,  # in that window, the cores' (at most one per worker)
     }
-    if sweep.max_search_seconds is not None:
-        timings["budget"] = {"max_search_seconds": sweep.max_search_seconds, "ran_out": loop.out_of_time,
+    if max_search_seconds is not None:
+        timings["budget"] = {"max_search_seconds": max_search_seconds, "ran_out": loop.out_of_time,
                              "replays_ended": loop.ended_replays}
-    results = SearchResults(best, ledger, tallies, folder if write else None, plan)
+    return timings
+
+
+def _write_and_close(writer: ProcessPool | None, task: tuple[Any, ...], own_pool: EvaluationPool | None) -> None:
+    """The results folder handed to the writer before the search's own pool closes (its workers
+    end while the folder is written), then waited for."""
     written = None
     try:
-        if writer is not None:  # handed over before the pool closes: its workers end while the folder is written
-            task = ((folder, plan, results), dict(predictor_report=predictor_report, timings=timings, branches=branches, deploy=deploy))
+        if writer is not None:
             written = writer.submit(results_writer.write, [task])[0]
     finally:
         try:
-            if own_pool:
-                pool.close()
+            if own_pool is not None:
+                own_pool.close()
         finally:
             if writer is not None:
                 try:
@@ -352,13 +375,6 @@ def _search(
                         written.result()
                 finally:
                     writer.close()
-    if progress:
-        from spica.results.table import format_results
-
-        shown = tell(sys.stdout, format_results(config, results, timings) + "\n")
-        if write and shown:
-            tell(sys.stdout, f"results: {folder} (open {folder / 'report.html'} in a browser)\n")
-    return results
 
 
 def _merge(config: SmartSearchConfig, ledger: list[Candidate]) -> list[Candidate]:

@@ -15,7 +15,7 @@ import json
 from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
-from spica.config.schema import ADMISSION_THRESHOLDS
+from spica.config.search_space import ADMISSION_THRESHOLDS
 from spica.core.quant import QUANT_FIELDS
 from spica.core.unrolled import ROLES, shape_prefix
 from spica.planner.config import unroll_planner_fields

@@ -7,16 +7,14 @@ package also runs in an environment holding nothing but an older aiconfigurator.
 from spica.space.branches import (
     Branch,
     BackendFit,
-    InvalidPinnedParallelConfig,
-    NoViableParallelConfig,
     ParallelConfig,
     RoleCapacity,
     RolePool,
     ShapeAssessment,
     SpaceRequest,
-    enumerate_branches,
 )
 from spica.space.capacity import KvCapacityUnavailable
+from spica.space.enumeration import InvalidPinnedParallelConfig, NoViableParallelConfig, enumerate_branches
 from spica.space.projection import ParamSpec, feature_params, features, project
 from spica.space.shapes import RULES, LegalityRule, ModelInfo, WorkerShape
 from spica.space.table import format_pool_table

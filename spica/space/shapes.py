@@ -151,7 +151,7 @@ RULES: tuple[LegalityRule, ...] = (  # every backend's, then each backend's own 
     LegalityRule(
         "no_pipeline_parallel",
         "pp must be 1",
-        "Dynamo Replay's mocker rejects pp > 1 (FACTS); AIC real-silicon sweeps also pin pp=1",
+        "Dynamo Replay's mocker rejects pp > 1; AIC real-silicon sweeps also pin pp=1",
         (),
         lambda s, m: s.pp == 1,
     ),

@@ -1,11 +1,11 @@
 """JAX functions traced and compiled once per machine, not once per process.
 
 Tracing Vizier's GP (a TFP model run through coroutines) takes seconds per process and
-array shape, longer than a whole round of a small search. The first process to need a
-(function, static settings, shapes) triple exports the trace (`jax.export`) and its compiled
-executable to Spica's cache; every later process loads the executable alone, in about 50 ms,
-without lowering the export again or looking it up in JAX's compilation cache (which took
-60-120 ms more per function: S1's first model-based ask waited for three of them). The cache
+array shape, longer than a whole round of a small search. The first process to need a (function,
+static settings, shapes) triple exports the trace (`jax.export`) and its compiled executable to
+Spica's cache; every later process loads the executable alone, in about 50 ms, without lowering the
+export again or looking it up in JAX's compilation cache (which took 60-120 ms more per function:
+the first model-based ask of benchmarks/peer/s1.yaml waited for three of them). The cache
 key covers the versions of JAX, Vizier and TFP, the JAX platform and the source of the module
 that defines the function, so an upgrade or an edit exports again. If exporting fails, the
 function simply runs under jax.jit; an executable that loads but cannot run is compiled again

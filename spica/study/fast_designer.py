@@ -62,12 +62,12 @@ log = logging.getLogger(__name__)
 _UCB_PE = gp_ucb_pe.UCBPEConfig()
 _CHUNK = 64
 """Pool points per step of a UCB score. Each point is scored on its own (vmapped): Vizier's
-multi-metric predictive would otherwise build the joint covariance of a step's points, quadratic
-in their number. PE scores a whole block vmapped at once, UCB in steps: its thousand
-scalarizations per point would otherwise be held for the whole block at once. Timed on S3's
-own asks, a block of 1,024 points: PE 2.5-4.5 ms where 64-point joint steps took 6.3-14 ms, UCB
-4.5-6.5 ms where they took 4.8-7.8 ms; the scores agree to 1e-14 and S3's fronts are identical
-(docs/search.md, "Why step 5 runs this way")."""
+multi-metric predictive would otherwise build the joint covariance of a step's points, quadratic in
+their number. PE scores a whole block vmapped at once, UCB in steps: its thousand scalarizations per
+point would otherwise be held for the whole block at once. Timed on the asks of
+benchmarks/peer/s3.yaml, a block of 1,024 points: PE 2.5-4.5 ms where 64-point joint steps took
+6.3-14 ms, UCB 4.5-6.5 ms where they took 4.8-7.8 ms; the scores agree to 1e-14 and its fronts are
+identical (docs/search.md, "Why step 5 runs this way")."""
 _BLOCK = 16  # chunks scored per call: the acquisition's shape does not depend on the pool's size
 
 
@@ -80,7 +80,7 @@ class FastSettings:
     ard_max_iterations: int = 500
     sampled_candidates: int = 2048
     min_padded_trials: int = 16
-    min_padded_continuous: int = 8  # S1's agg (4) and disagg (7) branches then share their GP functions
+    min_padded_continuous: int = 8  # benchmarks/peer/s1.yaml's agg (4) and disagg (7) branches share GP functions
     min_padded_categorical: int = 2
 
 

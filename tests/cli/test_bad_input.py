@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spica.cli import main
+from spica.cli.commands import main
 
 SPACE = "search_space: {model_name: Qwen/Qwen3-32B, hardware_sku: h200_sxm, gpu_budget: 4, router_mode: [round_robin], planner_scaling_policy: [disabled]}\n"
 LOAD = "workload: {isl: 1024, osl: 128, concurrency: 8, num_request_ratio: 2}\n"
@@ -216,7 +216,7 @@ def refuse(*args, **kwargs):
 socket.socket.connect = socket.socket.connect_ex = refuse
 socket.create_connection = socket.getaddrinfo = refuse
 sys.argv = ["spica", *sys.argv[1:]]
-from spica.cli import main
+from spica.cli.commands import main
 main()
 """
 
@@ -437,12 +437,12 @@ def test_a_perf_data_version_not_installed_is_refused_before_any_work(tmp_path, 
 
 
 def test_a_bug_is_a_traceback_with_a_report_hint_never_invalid_input(tmp_path, capsys, monkeypatch):
-    import spica.space.branches
+    import spica.space.enumeration
 
     def broken(request):
         raise ValueError("an internal invariant broke")  # a bug in enumeration, not a user mistake
 
-    monkeypatch.setattr(spica.space.branches, "enumerate_branches", broken)
+    monkeypatch.setattr(spica.space.enumeration, "enumerate_branches", broken)
     monkeypatch.setattr("spica.search.branches.enumerate_branches", broken)
     config = tmp_path / "c.yaml"
     config.write_text(SPACE + LOAD)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spica.cli import CONF_DIR, compose, config_from_file, normalise_overrides
+from spica.cli.config_file import config_from_file
+from spica.cli.hydra_app import CONF_DIR, compose, normalise_overrides
 from spica.config import SmartSearchConfig
 from spica.config.errors import ConfigError
 
@@ -115,7 +116,7 @@ EMBEDDED_CHOICES = {
 def test_conf_sets_only_the_embedded_searchs_own_choices():
     """The schema owns every default: the composed default differs from it exactly where the
     embedded search says so (a stale copy of a default in conf/ would show up here)."""
-    from spica.config.schema import OptimizationGoal, SearchSpace, SweepConfig
+    from spica.config import OptimizationGoal, SearchSpace, SweepConfig
 
     config, _ = compose([])
     composed = config.model_dump(mode="json")
@@ -164,12 +165,12 @@ def test_an_override_replaces_the_files_seed_under_either_name(tmp_path, monkeyp
         config_from_file(str(both), [])
 
 def test_conf_never_sets_hydra_mode():
-    """`spica` answers Hydra's question of run or multirun without composing (cli._compose_once):
+    """`spica` answers Hydra's question of run or multirun without composing (spica/cli/hydra_app.py's _compose_once):
     right only while conf/ leaves `hydra.mode` unset."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from spica.cli import register_schema
+    from spica.cli.hydra_app import register_schema
 
     register_schema()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -183,7 +184,7 @@ def test_hydra_composes_the_config_once_to_run_or_sweep(flags, composed, tmp_pat
     stops at validation (exit 2), after its composition (a multirun's jobs compose by another path)."""
     from hydra._internal.hydra import Hydra
 
-    from spica.cli import main
+    from spica.cli.commands import main
 
     calls = []
     real = Hydra.compose_config
@@ -197,7 +198,7 @@ def test_hydra_composes_the_config_once_to_run_or_sweep(flags, composed, tmp_pat
 
 
 def _spica(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "spica.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "spica", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_cfg_job_prints_the_composed_config():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spica.cli import compose
+from spica.cli.hydra_app import compose
 from spica.config import ConfigError
 
 

@@ -223,7 +223,7 @@ def _loaded(pid: int, library: str) -> bool:
 @pytest.mark.parametrize(("signum", "code", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_stop_while_the_command_imports_itself_is_one_line(tmp_path, signum, code, said, leave_nothing):
     """The `spica` command as installed, stopped while it imports its own code (pydantic's native
-    core is loading: spica/cli.py's config layer; the standard library alone ran before). Ctrl-C
+    core is loading: spica/cli/'s config layer; the standard library alone ran before). Ctrl-C
     there printed Python's traceback and SIGTERM ended it with no word (exit -15)."""
     results = tmp_path / "results"
     search = subprocess.Popen(

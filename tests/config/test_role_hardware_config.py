@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spica.config import ConfigError, SmartSearchConfig
-from spica.config.schema import SearchSpace
+from spica.config.search_space import SearchSpace
 
 WORKLOAD = {"isl": 100, "osl": 10, "concurrency": 1, "num_request_ratio": 1}
 MIXED = {"model_name": "m", "hardware_sku": "h200_sxm", "deployment_mode": ["disagg"], "prefill_hardware_sku": "h100_sxm"}

@@ -131,7 +131,7 @@ def test_yaml_round_trips_and_errors_name_the_field() -> None:
 
 
 def test_the_deploy_block_composes_and_validates_with_the_app() -> None:
-    from spica.cli import compose
+    from spica.cli.hydra_app import compose
 
     _, app = compose(["deploy.namespace=prod", "deploy.model_cache_pvc=null"])
     assert (app.deploy.namespace, app.deploy.model_cache_pvc, app.deploy.hf_token_secret) == ("prod", None, "hf-token-secret")

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from dgd_checks import candidate, unrolled
 
-from spica.cli import compose
+from spica.cli.hydra_app import compose
 from spica.config.deploy import DeploySettings
 from spica.plan import compile_plan
 from spica.results.report import write_results

@@ -10,7 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from results_checks import check_results_folder
 
-from spica.cli import CONF_DIR, register_schema
+from spica.cli.hydra_app import CONF_DIR, register_schema
 
 SMALL_SEARCH = ["search_space.gpu_budget=1", "mode=agg", "backend=vllm", "sweep.max_rounds=1"]
 

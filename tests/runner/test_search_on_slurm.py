@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spica.cli import evaluation_pool
+from spica.cli.search import evaluation_pool
 from spica.config import ConfigError, SmartSearchConfig
 from spica.config.app import EvaluationSettings, split_app_settings
 from spica.search import run_smart_search

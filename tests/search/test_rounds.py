@@ -13,7 +13,8 @@ import pytest
 from spica.search import run_smart_search
 from spica.search.pool import InlinePool
 from spica.evaluation.evaluate import request_count
-from spica.search.rounds import LATEST_DUE, RoundLoop, later_rounds
+from spica.search.rounds import RoundLoop
+from spica.search.schedule import LATEST_DUE, later_rounds
 from spica.search.unroll import candidate_key
 
 from tests.search.test_search import small

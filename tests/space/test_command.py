@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spica.cli import main
+from spica.cli.commands import main
 
 QWEN = ["search_space.model_name=Qwen/Qwen3-32B-FP8", "search_space.hardware_sku=h200_sxm"]
 

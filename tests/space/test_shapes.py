@@ -93,7 +93,7 @@ def test_an_unknown_model_names_close_bundled_ones_without_trying_the_network() 
 
 
 def test_an_unknown_system_lists_the_known_ones() -> None:
-    from spica.space.branches import SpaceRequest, enumerate_branches
+    from spica.space import SpaceRequest, enumerate_branches
 
     with pytest.raises(ValueError) as error:
         enumerate_branches(SpaceRequest(model_name="Qwen/Qwen3-32B", hardware_sku="h999_sxm", modes=("agg",)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spica.space.branches import SpaceRequest, enumerate_branches
+from spica.space import SpaceRequest, enumerate_branches
 from spica.space.shapes import WorkerShape
 from spica.space.table import format_pool_table
 from spica.space.timeable import untimeable

@@ -12,7 +12,7 @@ import pytest
 
 from spica.config import SweepConfig
 from spica.config.errors import ConfigError
-from spica.config.schema import SmartSearchConfig
+from spica.config import SmartSearchConfig
 from spica.study.algorithms import ALGORITHMS, VIZIER_DESIGNERS, StudyRequest
 from spica.study.base import AskPlan
 from spica.study.params import Objective, Param
