@@ -82,3 +82,16 @@ def test_a_seeded_kv_router_search_repeats_its_ledger_and_spread_with_kept_draws
     fresh = CountingPool()
     run_smart_search(config, results_dir=tmp_path / "c", draws="off", pool=fresh)
     assert len(fresh.replayed) >= len(first.ledger)  # off: every kv_router candidate is drawn anew
+
+
+def test_off_spelled_in_yaml_is_off(tmp_path):
+    """YAML reads `off` as false: `evaluation.draws=off` after --config-file, or `draws: off` in a
+    config file's app block, still means off (it was refused as 'input should be a valid string')."""
+    from spica.cli.config_file import config_from_file
+
+    config = tmp_path / "c.yaml"
+    config.write_text("search_space: {model_name: Qwen/Qwen3-32B, hardware_sku: h200_sxm}\n"
+                      "workload: {isl: 100, osl: 10, concurrency: 4, num_request_ratio: 2}\n")
+    assert config_from_file(str(config), ["evaluation.draws=off"])[1].evaluation.draws == "off"
+    config.write_text(config.read_text() + "evaluation: {draws: off}\n")
+    assert config_from_file(str(config), [])[1].evaluation.draws == "off"
