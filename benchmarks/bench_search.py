@@ -114,7 +114,7 @@ def command(name: str, folder: Path, scratch: Path, **sweep: object) -> list[str
     sweep = ({"max_rounds": GLM5_ROUNDS} if name == "glm5" else {}) | sweep
     overrides = [f"sweep.{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in sweep.items()]
     overrides.append(f"results_dir={folder}")
-    overrides.append("evaluation.draws=off")  # every kv_router replay drawn and timed, none told from an earlier run
+    overrides.append("evaluation.draws='off'")  # every kv_router replay drawn and timed; quoted: YAML reads a bare off as false
     if name in APP:
         return spica + APP[name] + overrides
     if name == "min_gpus":
