@@ -64,9 +64,15 @@ def test_slurm_job_in_the_container(slurm_partition, runtime_image, tmp_path):
 def test_docker_api_runs_the_image_with_a_bind_mount(docker_host, runtime_image, tmp_path):
     (tmp_path / "hello.txt").write_text("from the host")
     tmp_path.chmod(0o755)  # readable by the image's non-root user
-    client = docker.DockerClient(base_url=docker_host)
-    output = client.containers.run(
+    client = docker.DockerClient(base_url=docker_host, timeout=120)
+    # detached, then waited for: podman 4.3's API can leave the attached log stream of a container
+    # that already ended open for ever (a CI run hung here), where wait and logs return
+    container = client.containers.run(
         runtime_image, ["-c", "print(open('/mnt/hello.txt').read())"], entrypoint="python",
-        volumes={str(tmp_path): {"bind": "/mnt", "mode": "ro"}}, remove=True, network_mode="none",
+        volumes={str(tmp_path): {"bind": "/mnt", "mode": "ro"}}, network_mode="none", detach=True,
     )
-    assert output.decode().strip() == "from the host"
+    try:
+        assert container.wait(timeout=120)["StatusCode"] == 0
+        assert container.logs().decode().strip() == "from the host"
+    finally:
+        container.remove(force=True)
