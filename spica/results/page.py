@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from spica.core.candidate import Candidate
 from spica.results.saved import SavedSearch
+from spica.results.table import knob_summary
 
 ASSETS = Path(__file__).resolve().parent
 DEPLOY_FILES = {"manifest": "dynamo.yaml", "replay": "replay.json", "candidate": "candidate.json"}
@@ -71,8 +72,6 @@ def _front_keys(saved: SavedSearch) -> set[str]:
 def candidate_view(candidate: Candidate, rank: int | None, files: Mapping[str, str] | None, front: bool,
                    undeployable: str | None = None, with_inputs: bool = True) -> dict[str, Any]:
     """What the page knows of one candidate: what it is, how it did, where its files are."""
-    from spica.results.table import knob_summary
-
     objective = next(iter(candidate.objectives), None)
     view = {
         "key": candidate.key, "label": candidate.label(), "status": candidate.status, "reason": candidate.reason,
