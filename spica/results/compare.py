@@ -37,8 +37,10 @@ def results_folders(paths: Sequence[str | Path]) -> list[Path]:
             found += jobs
         else:
             raise UserError(f"{path}: not found")
-    unique = list(dict.fromkeys(path.resolve() for path in found))
-    return [next(path for path in found if path.resolve() == resolved) for resolved in unique]
+    unique: dict[Path, Path] = {}
+    for path in found:  # a folder named twice (or by two spellings) is compared once, as first named
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
 
 
 def _natural(path: Path) -> list[Any]:
