@@ -38,7 +38,7 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spica.calibrate.fit import errors, held_out, predictor  # noqa: E402
+from spica.calibrate.fit import errors, held_out, predictor, predictors  # noqa: E402
 from spica.calibrate.measurements import Measurement, Skipped, read_silicon_csv  # noqa: E402
 from spica.calibrate.replayed import Predicted  # noqa: E402
 from spica.search.pool import local_pool  # noqa: E402
@@ -114,6 +114,9 @@ def main() -> None:
     parser.add_argument("--calibrate", action="store_true", help="also held-out calibrated figures (2-fold) per group")
     parser.add_argument("--spread", type=float, default=None, help="workload.length_spread for every replay")
     parser.add_argument("--client-start", choices=["staggered"], default=None, help="workload.client_start for every replay")
+    parser.add_argument("--per-version", action="store_true",
+                        help="calibrate each measured engine version apart, as a cluster running one would (versions with under 8 points together)")
+    parser.add_argument("--only", default=None, help="only the groups whose name holds this text (e.g. Llama)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
@@ -128,12 +131,15 @@ def main() -> None:
         groups = {group: random.Random(0).sample(groups[group], min(QUICK_POINTS, len(groups[group]))) for group in TABLE_GROUPS}
     elif args.table:
         groups = {group: groups[group] for group in TABLE_GROUPS}
+    if args.only:
+        groups = {group: members for group, members in groups.items() if args.only.lower() in _name(group).lower()}
     report: dict[str, Any] = {"csv_rows": len(items), "unexpressible_rows": dict(skipped), "spread": args.spread,
                               "client_start": args.client_start, "groups": {}}
     pool = local_pool(args.workers, args.workers)
     try:
         options = {"length_spread": args.spread, "client_start": args.client_start}
         run = predictor(pool, **{name: value for name, value in options.items() if value is not None})
+        fits = predictors(pool, **({"length_spread": args.spread} if args.spread is not None else {}))
         for group, members in sorted(groups.items(), key=lambda entry: -len(entry[1])):
             predictions = run(members, None)
             entry = {"points": len(members), **summary(predictions)}
@@ -143,8 +149,12 @@ def main() -> None:
             entry["by_isl_osl"] = {f"{isl}/{osl}": summary(part) for (isl, osl), part in sorted(by_length.items())}
             expressible = [item.measurement for item in predictions if item.status == "feasible"]
             if args.calibrate and len(expressible) >= 4:
-                calibrated, fitted = held_out(expressible, run, 2)
-                entry["held_out_calibrated"] = {**summary(calibrated), "factors": fitted}
+                calibrated, fitted = [], []
+                for part in _calibration_groups(expressible, args.per_version):
+                    predicted, found = held_out(part, fits, 2)
+                    calibrated += predicted
+                    fitted += [{**item.factors, "client_start": item.client_start} for item in found]
+                entry["held_out_calibrated"] = {**summary(calibrated), "factors": fitted, "per_version": args.per_version}
             report["groups"][_name(group)] = entry
             print(_row(group, entry), flush=True)
     finally:
@@ -153,6 +163,24 @@ def main() -> None:
     output = args.output or RESULTS / ("fidelity_quick.json" if args.quick else "fidelity_table.json" if args.table else "fidelity.json")
     output.write_text(json.dumps(report, indent=2) + "\n")
     print(f"{sum(len(m) for m in groups.values())} points in {report['seconds']} s -> {output}")
+
+
+def _calibration_groups(points: Sequence[Measurement], per_version: bool) -> list[list[Measurement]]:
+    """The points each calibration is fitted and held out on: the whole group, or one engine
+    version's points each (the versions with too few points for a fit of their own together)."""
+    if not per_version:
+        return [list(points)]
+    versions: dict[str, list[Measurement]] = defaultdict(list)
+    for point in points:
+        versions[point.backend_version or ""].append(point)
+    own = sorted((part for part in versions.values() if len(part) >= MIN_VERSION_POINTS), key=len, reverse=True)
+    rest = [point for part in versions.values() if len(part) < MIN_VERSION_POINTS for point in part]
+    if len(rest) >= 4 or not own:
+        return own + [rest]
+    return [own[0] + rest, *own[1:]]  # too few to fit apart: with the largest version's
+
+
+MIN_VERSION_POINTS = 8
 
 
 def _pct(value: float | None) -> str:

@@ -4,7 +4,8 @@
 
 MEASUREMENTS are silicon CSVs (AI Configurator's format, `spica.calibrate.measurements`) and
 AIPerf profile exports of deployments Spica recommended (`spica.calibrate.aiperf`). Points are
-grouped by (model, system, backend); each group gets a prefill and a decode correction fitted on
+grouped by (model, system, backend); each group gets a prefill and a decode correction and a request
+overhead fitted on
 all its points, validated by k-fold cross-validation, and refused if held-out error would get
 worse. What was fitted on and the held-out error before and after go into the file with the
 factors (`spica.evaluation.calibration`).
@@ -17,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from spica.calibrate.fit import Predictor, cross_validate, fit_factors, predictor
+from spica.calibrate.fit import Predictors, cross_validate, fit, predictors
 from spica.calibrate.formats import read_measurements
 from spica.calibrate.measurements import Measurement, Skipped
 from spica.core.errors import UserError
@@ -49,8 +50,8 @@ def calibrate(
     pool = local_pool(workers, workers)
     finished = False
     try:  # an error or a stop kills the workers and their replays at once (ProcessPool.close)
-        run = predictor(pool)
-        corrections = tuple(_correction(group, members, run, folds, say) for group, members in sorted(groups.items()))
+        runs = predictors(pool)
+        corrections = tuple(_correction(group, members, runs, folds, say) for group, members in sorted(groups.items()))
         finished = True
     finally:
         pool.close(wait=finished)
@@ -58,12 +59,13 @@ def calibrate(
 
 
 def _correction(
-    group: tuple[str, str, str], members: list[Measurement], run: Predictor, folds: int, say: TextIO,
+    group: tuple[str, str, str], members: list[Measurement], runs: Predictors, folds: int, say: TextIO,
 ) -> Correction:
-    """One (model, system, backend)'s correction, cross-validated; UserError when it cannot help."""
+    """One (model, system, backend)'s correction, cross-validated against uncalibrated Spica;
+    UserError when it cannot help."""
     model, system, backend = group
     name = f"{model} on {system} with {backend}"
-    predicted = run(members, None)
+    predicted = runs[None](members, None)
     usable = [p.measurement for p in predicted if p.status == "feasible"]
     lost = [p for p in predicted if p.status != "feasible"]
     if lost:
@@ -72,7 +74,7 @@ def _correction(
     if len(usable) < MIN_POINTS:
         raise UserError(f"{name}: {len(usable)} replayable measured points; a calibration needs at least {MIN_POINTS}")
     say.write(f"spica calibrate: {name}: fitting on {len(usable)} points, {min(folds, len(usable))}-fold cross-validation\n")
-    validation = cross_validate(usable, run, folds)
+    validation = cross_validate(usable, runs, folds)
     before, after = validation.before, validation.after
     if not validation.improves:
         raise UserError(
@@ -80,14 +82,16 @@ def _correction(
             f"{_pct(before.ttft_median_ape)}/{_pct(before.tpot_median_ape)} before, "
             f"{_pct(after.ttft_median_ape)}/{_pct(after.tpot_median_ape)} after): not written"
         )
-    factors = fit_factors(usable, run)
+    found = fit(usable, runs)
+    factors = found.factors
     versions = sorted({p.backend_version for p in predicted if p.backend_version})
-    say.write(f"spica calibrate: {name}: prefill ×{factors['prefill']:.3g}, decode ×{factors['decode']:.3g}; held-out "
+    say.write(f"spica calibrate: {name}: clients replayed {found.client_start or 'all at once'}, prefill ×{factors['prefill']:.3g}, decode ×{factors['decode']:.3g}, request overhead "
+              f"{factors.get('ttft_overhead_ms', 0.0):.3g} ms + {factors.get('ttft_overhead_ms_per_1k_tokens', 0.0):.3g} ms per 1k prompt tokens; held-out "
               f"median TTFT error {_pct(before.ttft_median_ape)} -> {_pct(after.ttft_median_ape)}, "
               f"TPOT {_pct(before.tpot_median_ape)} -> {_pct(after.tpot_median_ape)}\n")
     return Correction(
         model=model, system=system, backend=backend, backend_version=versions[-1] if versions else "", **factors,
-        fitted_on=_fitted_on(usable),
+        fitted_on={**_fitted_on(usable), "client_start": found.client_start},
         held_out={"folds": validation.folds, "before": before.as_dict(), "after": after.as_dict()},
     )
 

@@ -1,23 +1,30 @@
 """Fit a timing calibration on measured points, and say how much it helps on points it never saw.
 
-The correction is four numbers per (model, system, backend): a prefill pass of n new tokens
-takes prefill·(n/1024)^prefill_exponent times what AIS says, a decode step of b requests
+The correction is six numbers per (model, system, backend): a prefill pass of n new tokens takes
+prefill·(n/1024)^prefill_exponent times what AIS says and a decode step of b requests
 decode·(b/64)^decode_exponent times, applied to the timing table Replay runs on (so Replay still
-schedules, batches and queues every request; only its timing inputs change). Positive factors
-and bounded exponents, with times kept non-decreasing in work, keep the timing monotone, and
-each reads as a sentence ("this cluster prefills 1,024 tokens 1.9× as long as AIS says").
+schedules, batches and queues every request; only its timing inputs change); and a request
+overhead, ttft_overhead_ms + ttft_overhead_ms_per_1k_tokens per thousand prompt tokens, added to
+every TTFT outside the engine. Positive factors, bounded exponents and non-negative overheads,
+with times kept non-decreasing in work, keep the timing monotone, and each reads as a sentence
+("this cluster prefills 1,024 tokens 1.9× as long as AIS says, and answers 40 ms later").
 
-Fitting starts from no correction. TTFT and TPOT pull on each other (a slower prefill also
-slows the decode steps it shares a pass with), so two probes first learn how the median
-measured / predicted TTFT and TPOT respond to each factor, and Newton steps then move both
-factors together to bring both medians to 1. The exponents then take up how the error left
-moves with the load (the slope of log(measured / predicted) against log(requests in flight per
-attention rank)), and the factors are refitted. Every set of numbers tried is scored; the one
-that leaves the smallest median TTFT + TPOT error is kept (no correction included, so a fit is
-never worse on its own points). Measured on AI Configurator's silicon rows (docs/fidelity.md).
+Measured closed loops are replayed both ways a closed loop can start (CLIENT_STARTS) and the
+fit keeps the one its points fit better: benchmark clients that drift apart measure a prompt
+prefilled nearly alone plus time outside the engine, and replayed in lock-step their every wave
+of prompts is prefilled as one burst that no timing correction fits; others stay in step
+(docs/fidelity.md has the figures). The calibration records which (`fitted_on.client_start`).
+
+Fitting: one replay of every point without correction and one probe per factor learn how each
+point's TTFT and TPOT respond to each factor (`Response`); the six numbers that minimise the
+mean |log(predicted / measured)| of both under that first-order model are replayed, the overhead
+refitted to those replays, and the model solved once more from them. Of the numbers replayed
+(no correction included), the one with the smallest median TTFT + TPOT error is kept, so a fit
+is never worse on its own points.
 
 Held-out error comes from k-fold cross-validation: each fold is predicted by factors fitted on
-the others, and a fit that makes held-out error worse is refused (spica/calibrate/__init__.py).
+the others, and a fit that makes held-out error worse than uncalibrated Spica is refused
+(spica/calibrate/__init__.py).
 """
 
 from __future__ import annotations
@@ -27,20 +34,24 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+import scipy.optimize
+
 from spica.calibrate.measurements import Measurement
 from spica.calibrate.replayed import Predicted, predict
-from spica.evaluation.calibration import MAX_EXPONENT, PHASES
+from spica.evaluation.calibration import MAX_EXPONENT, MAX_OVERHEAD_MS, OVERHEADS, PHASES
+from spica.evaluation.timing import SCALE_REFERENCE_BATCH, SCALE_REFERENCE_TOKENS
 from spica.search.pool import EvaluationPool, InlinePool, run_all
 
-SLOPE_ROUNDS = 1
-NEWTON_ROUNDS = 3
-"""Newton steps on the factors before and after the exponents' move (9 replays of every point in
-all, with the two probes): on the silicon groups the medians settle within three."""
 FACTOR_BOUNDS = (0.1, 10.0)
 """A factor outside these is not a calibration but a different machine: the fit stops there."""
 
-Factors = Mapping[str, float]  # {"prefill": f, "prefill_exponent": e, "decode": f, "decode_exponent": e}
+Factors = Mapping[str, float]  # prefill, prefill_exponent, decode, decode_exponent and, when fitted, the overheads
+CLIENT_STARTS = (None, "staggered")
+"""How measured closed loops may be replayed to fit: every client at once (Spica's default) or
+staggered (`workload.client_start`); each fit keeps the one its points fit better."""
 Predictor = Callable[[Sequence[Measurement], Factors | None], list[Predicted]]
+Predictors = Mapping[str | None, Predictor]
 
 
 def scale_of(factors: Factors | None, mode: str) -> dict | None:
@@ -54,6 +65,11 @@ def scale_of(factors: Factors | None, mode: str) -> dict | None:
 def _predict_one(item: tuple[Measurement, Factors | None, Mapping[str, Any]]) -> Predicted:
     point, factors, options = item
     return predict(point, scale_of(factors, point.mode), **options)
+
+
+def predictors(pool: EvaluationPool | None = None, **options: Any) -> dict[str | None, Predictor]:
+    """A predictor per client start of CLIENT_STARTS (None: Spica's default, every client at once)."""
+    return {start: predictor(pool, **options, **({"client_start": start} if start else {})) for start in CLIENT_STARTS}
 
 
 def predictor(pool: EvaluationPool | None = None, **options: Any) -> Predictor:
@@ -104,71 +120,172 @@ def errors(predictions: Iterable[Predicted]) -> Errors:
     )
 
 
-def fit_factors(points: Sequence[Measurement], run: Predictor) -> dict[str, float]:
-    """The correction that leaves the smallest median TTFT + TPOT error on `points` (module docstring)."""
-    best: tuple[float, dict[str, float]] | None = None
+@dataclass(frozen=True)
+class Fit:
+    """A fitted correction, the client start its points were replayed with, and its error on them
+    (median TTFT + TPOT |predicted / measured - 1|)."""
 
-    def gaps(numbers: dict[str, float]) -> tuple[list[Predicted], list[float]]:
-        """Replays at `numbers`; keeps the best; log of the median measured / predicted, per phase."""
-        nonlocal best
-        done = _done(run(points, numbers))
-        if not done:
-            raise ValueError("none of the measured points could be replayed")
-        found = errors(done)
-        total = (found.ttft_median_ape or 0.0) + (found.tpot_median_ape or 0.0)
-        if best is None or total < best[0]:
-            best = (total, dict(numbers))
-        return done, [math.log(statistics.median(ratio(p) for p in done)) for ratio in RATIOS.values()]
+    factors: dict[str, float]
+    client_start: str | None
+    error: float
 
-    factors = dict(IDENTITY)
-    done, gap = gaps(factors)
-    # how each phase's median responds to each factor: one probe per factor (the Jacobian of the gaps)
-    response = []
-    for phase in PHASES:
-        _, probed = gaps({**factors, phase: math.exp(PROBE)})
-        response.append([(before - after) / PROBE for before, after in zip(gap, probed)])
-    for step in range(SLOPE_ROUNDS + 1):
-        if step:  # the exponents take up how the error left still moves with the load
-            for phase, ratio in RATIOS.items():
-                exponent = factors[f"{phase}_exponent"] + _slope(done, ratio)
-                factors[f"{phase}_exponent"] = round(max(-MAX_EXPONENT, min(MAX_EXPONENT, exponent)), 4)
-            done, gap = gaps(factors)
-        for _ in range(NEWTON_ROUNDS):
-            move = _solve(response, gap)
-            for phase, change in zip(PHASES, move):
-                factors[phase] = round(_bounded(factors[phase] * math.exp(change)), 4)
-            done, gap = gaps(factors)
-    assert best is not None
-    return best[1]
+
+def fit(points: Sequence[Measurement], runs: Predictors) -> Fit:
+    """The correction, under whichever client start (CLIENT_STARTS) fits `points` better."""
+    fits = []
+    for start, run in runs.items():
+        factors, error = fit_factors(points, run)
+        fits.append(Fit(factors, start, error))
+    return min(fits, key=lambda found: found.error)
+
+
+def fit_factors(points: Sequence[Measurement], run: Predictor) -> tuple[dict[str, float], float]:
+    """The correction that leaves the smallest median TTFT + TPOT error on `points` as `run`
+    replays them, and that error (module docstring)."""
+    base = run(points, IDENTITY)
+    probes = [run(points, {**IDENTITY, phase: math.exp(PROBE)}) for phase in PHASES]
+    kept = [index for index, item in enumerate(base) if all(_feasible(replays[index]) for replays in (base, *probes))]
+    if not kept:
+        raise ValueError("none of the measured points could be replayed")
+    elasticity = [_elasticity(base[i], probes[0][i], probes[1][i]) for i in kept]
+    response = Response([base[i] for i in kept], elasticity, IDENTITY)
+    best = (response.error({**IDENTITY, **NO_OVERHEAD}), dict(IDENTITY))  # no correction at all
+    numbers = {**IDENTITY, **response.overhead()}
+    for _ in range(SOLVE_ROUNDS):
+        timing = {name: value for name, value in response.solve(numbers).items() if name in IDENTITY}
+        replays = run(points, timing)
+        if not all(_feasible(replays[i]) for i in kept):
+            break  # a correction that loses points is no fit for them
+        response = Response([replays[i] for i in kept], elasticity, timing)
+        numbers = {**timing, **response.overhead()}  # the overhead that fits the replays themselves
+        best = min(best, (response.error(numbers), numbers), key=lambda pair: pair[0])
+    return best[1], best[0]
 
 
 IDENTITY = {"prefill": 1.0, "prefill_exponent": 0.0, "decode": 1.0, "decode_exponent": 0.0}
-RATIOS: dict[str, Callable[[Predicted], float]] = {
-    "prefill": lambda p: p.measurement.ttft_ms / p.ttft_ms,
-    "decode": lambda p: p.measurement.tpot_ms / p.tpot_ms,
-}
+NO_OVERHEAD = {name: 0.0 for name in OVERHEADS}
 PROBE = 0.3
 """log of the factor each probe applies to learn how TTFT and TPOT respond (×1.35)."""
+MAX_ELASTICITY = 2.0
+SOLVE_ROUNDS = 2
+"""Solve, replay, solve again from those replays (5 replays of every point in all)."""
 
 
-def _solve(response: list[list[float]], gap: list[float]) -> list[float]:
-    """The log-factor moves that close both gaps if TTFT and TPOT respond linearly: response[j][i]
-    is how much the log gap of phase i shrinks per unit of log factor j; each move is bounded."""
-    (a, c), (b, d) = response  # columns: one factor each
-    det = a * d - b * c
-    if abs(det) < 1e-6:  # the phases do not respond separately: move each on its own gap
-        moves = [gap[0] / a if abs(a) > 1e-6 else 0.0, gap[1] / d if abs(d) > 1e-6 else 0.0]
-    else:
-        moves = [(d * gap[0] - b * gap[1]) / det, (a * gap[1] - c * gap[0]) / det]
-    return [max(-MAX_MOVE, min(MAX_MOVE, move)) for move in moves]
+def _feasible(item: Predicted) -> bool:
+    return item.status == "feasible" and bool(item.ttft_ms) and bool(item.tpot_ms)
 
 
-MAX_MOVE = 1.0
-"""At most e× (2.7×) per move: a Newton step far outside the probes is not trusted."""
+def _elasticity(base: Predicted, prefill: Predicted, decode: Predicted) -> tuple[float, float, float, float]:
+    """How log TTFT and log TPOT move per unit of log prefill and log decode factor."""
+    def slope(after: float, before: float) -> float:
+        return max(0.0, min(MAX_ELASTICITY, math.log(after / before) / PROBE))
+
+    return (slope(prefill.ttft_ms, base.ttft_ms), slope(decode.ttft_ms, base.ttft_ms),
+            slope(prefill.tpot_ms, base.tpot_ms), slope(decode.tpot_ms, base.tpot_ms))
 
 
-def _done(predictions: Iterable[Predicted]) -> list[Predicted]:
-    return [p for p in predictions if p.status == "feasible" and p.ttft_ms and p.tpot_ms]
+class Response:
+    """The first-order model the fit solves on: replays at the timing `replayed`, and how each
+    point's TTFT and TPOT move away from them. A prefill pass of a staggered client holds about
+    its own prompt, so a prefill exponent scales point i's prefill by (isl_i/1024)^e; a decode step
+    holds the requests in flight per rank (`load_per_rank`), so the decode exponent scales by
+    (load_i/64)^e. The overhead is added outside the engine, to TTFT only."""
+
+    def __init__(self, replays: Sequence[Predicted], elasticity: Sequence[tuple[float, ...]], replayed: Factors) -> None:
+        points = [item.measurement for item in replays]
+        self.replayed = dict(replayed)
+        self.ttft = np.array([item.ttft_ms for item in replays])
+        self.tpot = np.array([item.tpot_ms for item in replays])
+        self.elasticity = np.array(elasticity)
+        self.measured_ttft = np.array([point.ttft_ms for point in points])
+        self.measured_tpot = np.array([point.tpot_ms for point in points])
+        self.prompt_k = np.array([point.isl for point in points]) / 1000.0
+        self.log_prompt = np.log(np.array([point.isl for point in points]) / SCALE_REFERENCE_TOKENS)
+        self.log_batch = np.log(np.array([load_per_rank(point) for point in points]) / SCALE_REFERENCE_BATCH)
+
+    def predicted(self, numbers: Factors) -> tuple[np.ndarray, np.ndarray]:
+        """TTFT and TPOT the model predicts at `numbers` (timing factors and overheads)."""
+        old, new = self.replayed, numbers
+        prefill = (math.log(new["prefill"] / old["prefill"])
+                   + (new["prefill_exponent"] - old["prefill_exponent"]) * self.log_prompt)
+        decode = (math.log(new["decode"] / old["decode"])
+                  + (new["decode_exponent"] - old["decode_exponent"]) * self.log_batch)
+        a, b, u, v = self.elasticity.T
+        ttft = new["ttft_overhead_ms"] + new["ttft_overhead_ms_per_1k_tokens"] * self.prompt_k + self.ttft * np.exp(a * prefill + b * decode)
+        return ttft, self.tpot * np.exp(u * prefill + v * decode)
+
+    def error(self, numbers: Factors) -> float:
+        """Median |predicted / measured - 1| of TTFT plus that of TPOT: what a fit is judged by."""
+        ttft, tpot = self.predicted(numbers)
+        return float(np.median(np.abs(ttft / self.measured_ttft - 1)) + np.median(np.abs(tpot / self.measured_tpot - 1)))
+
+    def _loss(self, numbers: Factors) -> float:
+        """Mean |log(predicted / measured)| of TTFT plus that of TPOT: smooth enough to descend."""
+        ttft, tpot = self.predicted(numbers)
+        return float(np.mean(np.abs(np.log(ttft / self.measured_ttft))) + np.mean(np.abs(np.log(tpot / self.measured_tpot))))
+
+    def free(self) -> tuple[str, ...]:
+        """What these points can tell apart: the exponents and the per-token overhead need prompts
+        (loads) of more than one size and enough points; otherwise they stay 0 rather than fit noise."""
+        names = ["prefill", "decode", "ttft_overhead_ms"]
+        if len(self.prompt_k) >= MIN_POINTS_FOR_SHAPE and len(set(self.prompt_k)) > 1:
+            names += ["prefill_exponent", "ttft_overhead_ms_per_1k_tokens"]
+        if len(self.log_batch) >= MIN_POINTS_FOR_SHAPE and len(set(self.log_batch)) > 1:
+            names += ["decode_exponent"]
+        return tuple(names)
+
+    def overhead(self) -> dict[str, float]:
+        """The request overhead that best fits these replays as they are (timing unchanged)."""
+        found = self.minimise({**self.replayed, **NO_OVERHEAD}, [name for name in self.free() if name in OVERHEADS])
+        return {name: round(found[name], 2) for name in OVERHEADS}
+
+    def solve(self, start: Factors) -> dict[str, float]:
+        """Timing factors, exponents and overhead that minimise the model's loss, within bounds and
+        within TRUST of the factors replayed (a first-order model is not trusted far from its replays)."""
+        return {name: round(value, 4) for name, value in self.minimise(start, self.free(), self._trusted).items()}
+
+    def _trusted(self, numbers: dict[str, float]) -> dict[str, float]:
+        for phase in PHASES:
+            here = self.replayed[phase]
+            numbers[phase] = min(here * math.exp(TRUST), max(here * math.exp(-TRUST), numbers[phase]))
+        return numbers
+
+    def minimise(self, start: Factors, free: Sequence[str], within: Callable[[dict], dict] = dict) -> dict[str, float]:
+        """`start` with the `free` numbers moved to minimise the loss (Nelder-Mead in PARAMETERS' units),
+        each trial kept `within` bounds."""
+        def numbers(x: np.ndarray) -> dict[str, float]:
+            return within({**start, **{name: PARAMETERS[name][0](value) for name, value in zip(free, x)}})
+
+        first = np.array([PARAMETERS[name][1](start[name]) for name in free])
+        simplex = np.vstack([first, first + SIMPLEX_STEP * np.eye(len(free))])
+        found = scipy.optimize.minimize(lambda x: self._loss(numbers(x)), first, method="Nelder-Mead",
+                                        options={"initial_simplex": simplex, "maxiter": 4000, "xatol": 1e-4, "fatol": 1e-7})
+        return numbers(found.x)
+
+
+MIN_POINTS_FOR_SHAPE = 8
+TRUST = 0.5
+"""How far (in log) one solve may move a factor from its replays: ×1.65 (two solves: ×2.7)."""
+SIMPLEX_STEP = 0.1
+"""The first moves: ×1.1 on a factor, 0.1 on an exponent, 10 ms on an overhead."""
+
+
+def _overhead(value: float) -> float:
+    return min(MAX_OVERHEAD_MS, abs(float(value)))
+
+
+def _exponent(value: float) -> float:
+    return max(-MAX_EXPONENT, min(MAX_EXPONENT, float(value)))
+
+
+PARAMETERS: dict[str, tuple[Callable[[float], float], Callable[[float], float]]] = {
+    "prefill": (lambda x: _bounded(math.exp(x)), math.log),  # (value of the search variable, variable of a value)
+    "prefill_exponent": (_exponent, float),
+    "decode": (lambda x: _bounded(math.exp(x)), math.log),
+    "decode_exponent": (_exponent, float),
+    "ttft_overhead_ms": (lambda x: _overhead(100.0 * x), lambda ms: ms / 100.0),
+    "ttft_overhead_ms_per_1k_tokens": (lambda x: _overhead(100.0 * x), lambda ms: ms / 100.0),
+}
 
 
 def load_per_rank(point: Measurement) -> float:
@@ -176,19 +293,6 @@ def load_per_rank(point: Measurement) -> float:
     runs, and how many prompts compete for a prefill pass."""
     pool = point.pools[-1]  # agg, or disagg's decode pool
     return max(1.0, point.concurrency / (pool.replicas * pool.shape.attention_dp))
-
-
-def _slope(done: Sequence[Predicted], ratio: Callable[[Predicted], float]) -> float:
-    """The least-squares slope of log(measured / predicted) against log(load per rank), bounded:
-    the exponent that lets the correction follow the load (0 when the load does not vary)."""
-    x = [math.log(load_per_rank(p.measurement)) for p in done]
-    y = [math.log(ratio(p)) for p in done]
-    mean_x, mean_y = statistics.fmean(x), statistics.fmean(y)
-    spread = sum((value - mean_x) ** 2 for value in x)
-    if spread < 1e-9:
-        return 0.0
-    slope = sum((a - mean_x) * (b - mean_y) for a, b in zip(x, y)) / spread
-    return round(max(-MAX_EXPONENT, min(MAX_EXPONENT, slope)), 4)
 
 
 def _bounded(value: float) -> float:
@@ -217,20 +321,22 @@ def folds_of(points: Sequence[Measurement], folds: int) -> list[list[Measurement
     return [ordered[index::folds] for index in range(folds)]
 
 
-def held_out(points: Sequence[Measurement], run: Predictor, folds: int) -> tuple[list[Predicted], list[dict[str, float]]]:
-    """Every point predicted with factors fitted on the other folds only, and each fold's factors."""
+def held_out(points: Sequence[Measurement], runs: Predictors, folds: int) -> tuple[list[Predicted], list[Fit]]:
+    """Every point predicted with a correction fitted on the other folds only (replayed with the
+    client start that fit chose), and each fold's fit."""
     parts = folds_of(points, folds)
     predictions: list[Predicted] = []
     fitted = []
     for index, held in enumerate(parts):
         training = [point for other, part in enumerate(parts) if other != index for point in part]
-        fitted.append(fit_factors(training, run))
-        predictions += run(held, fitted[-1])
+        fitted.append(fit(training, runs))
+        predictions += runs[fitted[-1].client_start](held, fitted[-1].factors)
     return predictions, fitted
 
 
-def cross_validate(points: Sequence[Measurement], run: Predictor, folds: int = 5) -> CrossValidation:
-    """Held-out error before and after: each fold predicted with factors fitted on the others."""
+def cross_validate(points: Sequence[Measurement], runs: Predictors, folds: int = 5) -> CrossValidation:
+    """Held-out error before (Spica uncalibrated, as a search replays: every client at once) and
+    after (each fold predicted with a correction fitted on the others)."""
     folds = max(2, min(folds, len(points)))
-    after, _ = held_out(points, run, folds)
-    return CrossValidation(folds, errors(run(points, None)), errors(after))
+    after, _ = held_out(points, runs, folds)
+    return CrossValidation(folds, errors(runs[None](points, None)), errors(after))

@@ -2,10 +2,14 @@
 
 The file (YAML, never code) holds, per (model, system, backend), a factor on every prefill
 pass's time (prefill·(n/1024)^prefill_exponent for a pass of n new tokens) and one on every
-decode step's time (decode·(b/64)^decode_exponent for b requests), with what they were fitted
-on and their held-out error before and after. A search given one (`evaluation.calibration=FILE`)
-still replays every candidate; only the timing table Replay runs on is scaled
-(`spica.evaluation.timing.scaled`), so queueing, batching and routing stay Replay's.
+decode step's time (decode·(b/64)^decode_exponent for b requests), and a request overhead: time a
+request spends outside the engine before its first token (HTTP, tokenizer, frontend),
+ttft_overhead_ms plus ttft_overhead_ms_per_1k_tokens per thousand prompt tokens; with what they
+were fitted on and their held-out error before and after. A search given one
+(`evaluation.calibration=FILE`) still replays every candidate; only the timing table Replay runs
+on is scaled (`spica.evaluation.timing.scaled`), so queueing, batching and routing stay Replay's,
+and the overhead is added to every TTFT and end-to-end latency Replay reports (the SLA bounds
+Replay counts goodput against are lowered by it: `shifted_sla`, `shifted_summary`).
 
 A calibration is refused (one line) when it was fitted for another model, or lacks a
 correction for a (system, backend) the search may choose; it is used with a warning when the
@@ -26,12 +30,16 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from spica.core.errors import UserError
+from spica.core.sla import SlaBounds, SlaLike
 
 FORMAT = 1
 PHASES = ("prefill", "decode")
 MAX_EXPONENT = 0.5
 """A prefill pass of n tokens is scaled by prefill·(n/1024)^e, a decode step of b requests by
 decode·(b/64)^e: small, bounded exponents (the table is also kept non-decreasing in work)."""
+OVERHEADS = ("ttft_overhead_ms", "ttft_overhead_ms_per_1k_tokens")
+MAX_OVERHEAD_MS = 10_000.0
+"""An overhead of seconds per request is not a frontend but a different deployment."""
 FIELD = "timing_calibration"
 """The unrolled candidate's key holding the calibration that scored it (absent: uncalibrated)."""
 logger = logging.getLogger(__name__)
@@ -49,6 +57,8 @@ class Correction:
     decode: float
     prefill_exponent: float = 0.0
     decode_exponent: float = 0.0
+    ttft_overhead_ms: float = 0.0
+    ttft_overhead_ms_per_1k_tokens: float = 0.0
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
     held_out: Mapping[str, Any] = field(default_factory=dict)
 
@@ -59,13 +69,16 @@ class Correction:
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "system": self.system, "backend": self.backend, "backend_version": self.backend_version,
                 "prefill": self.prefill, "prefill_exponent": self.prefill_exponent, "decode": self.decode,
-                "decode_exponent": self.decode_exponent, "fitted_on": dict(self.fitted_on), "held_out": dict(self.held_out)}
+                "decode_exponent": self.decode_exponent, **{name: getattr(self, name) for name in OVERHEADS},
+                "fitted_on": dict(self.fitted_on), "held_out": dict(self.held_out)}
 
     @property
     def factors(self) -> dict[str, float]:
-        """What the timing table is scaled by (spica.evaluation.timing.scaled)."""
+        """What the timing table is scaled by (spica.evaluation.timing.scaled), and the request
+        overhead when there is one (a file without one plans exactly as before it existed)."""
+        overheads = {name: getattr(self, name) for name in OVERHEADS if getattr(self, name)}
         return {"prefill": self.prefill, "prefill_exponent": self.prefill_exponent, "decode": self.decode,
-                "decode_exponent": self.decode_exponent}
+                "decode_exponent": self.decode_exponent, **overheads}
 
 
 @dataclass(frozen=True)
@@ -123,14 +136,19 @@ def _correction(entry: Any, where: str) -> Correction:
         value = entry.get(phase)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise UserError(f"{where}.{phase}: {value!r} must be a positive number (a factor on AIS's {phase} time)")
-    exponents = {}
+    shape: dict[str, float] = {}  # the exponents and overheads, each optional
     for name in ("prefill_exponent", "decode_exponent"):
         exponent = entry.get(name, 0.0)
         if isinstance(exponent, bool) or not isinstance(exponent, (int, float)) or not abs(exponent) <= MAX_EXPONENT:
             raise UserError(f"{where}.{name}: {exponent!r} must be a number between -{MAX_EXPONENT} and {MAX_EXPONENT}")
-        exponents[name] = float(exponent)
+        shape[name] = float(exponent)
+    for name in OVERHEADS:
+        value = entry.get(name, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_OVERHEAD_MS:
+            raise UserError(f"{where}.{name}: {value!r} must be a number of milliseconds from 0 to {MAX_OVERHEAD_MS:,.0f}")
+        shape[name] = float(value)
     return Correction(entry["model"], entry["system"], entry["backend"], entry["backend_version"], float(entry["prefill"]),
-                      float(entry["decode"]), **exponents, fitted_on=dict(entry.get("fitted_on") or {}),
+                      float(entry["decode"]), **shape, fitted_on=dict(entry.get("fitted_on") or {}),
                       held_out=dict(entry.get("held_out") or {}))
 
 
@@ -197,5 +215,54 @@ def describe(plan_calibration: Mapping[str, Any] | None) -> str | None:
         return None
     factors = "; ".join(f"{pair} prefill ×{f['prefill']:.3g}·(tokens/1024)^{f.get('prefill_exponent', 0.0):.2g}, "
                         f"decode ×{f['decode']:.3g}·(batch/64)^{f.get('decode_exponent', 0.0):.2g}"
-                        for pair, f in sorted(plan_calibration["factors"].items()))
+                        + _overhead_text(f) for pair, f in sorted(plan_calibration["factors"].items()))
     return f"timing calibrated with {calibration_id(plan_calibration)}: {factors}"
+
+
+def _overhead_text(factors: Mapping[str, float]) -> str:
+    fixed, per_1k = (factors.get(name, 0.0) for name in OVERHEADS)
+    if not fixed and not per_1k:
+        return ""
+    return f", request overhead {fixed:.3g} ms + {per_1k:.3g} ms per 1k prompt tokens"
+
+
+def request_overhead_ms(unrolled: Mapping[str, Any], mean_prompt_tokens: float | None) -> float:
+    """The calibrated time a request spends outside the engine before its first token: the
+    overhead of the role that answers first (agg, or disagg's prefill), at the workload's mean
+    prompt length (0 when the candidate is uncalibrated or its calibration has no overhead)."""
+    calibration = unrolled.get(FIELD)
+    if not calibration:
+        return 0.0
+    roles = calibration["roles"]
+    factors = roles.get("agg") or roles["prefill"]
+    per_1k = factors.get("ttft_overhead_ms_per_1k_tokens", 0.0) * (mean_prompt_tokens or 0.0) / 1000.0
+    return float(factors.get("ttft_overhead_ms", 0.0)) + per_1k
+
+
+SHIFTED = ("ttft_ms", "e2e_latency_ms")
+"""Replay's statistics that a constant wait before the first token moves by exactly that wait
+(min, max, mean, median and every percentile; not the spread, not the token-to-token ones)."""
+
+
+def shifted_summary(summary: Mapping[str, Any], overhead_ms: float) -> dict[str, Any]:
+    """Replay's summary as the client sees it: every TTFT and end-to-end statistic `overhead_ms` later."""
+    def moves(key: str) -> bool:
+        return key.endswith(SHIFTED) and not key.startswith(("std_", "num_"))
+
+    return {key: value + overhead_ms if moves(key) and isinstance(value, (int, float)) else value
+            for key, value in summary.items()}
+
+
+def shifted_sla(sla: SlaLike | None, overhead_ms: float) -> SlaLike | None:
+    """The bounds Replay counts goodput against: a request meets the TTFT and end-to-end bounds
+    only if it does so with the overhead added (a bound the overhead alone exceeds: none can)."""
+    if sla is None or not overhead_ms:
+        return sla
+
+    def lowered(bound: float | None) -> float | None:
+        return None if bound is None else max(MIN_BOUND_MS, bound - overhead_ms)
+
+    return SlaBounds(ttft_ms=lowered(sla.ttft_ms), itl_ms=sla.itl_ms, e2e_ms=lowered(sla.e2e_ms))
+
+
+MIN_BOUND_MS = 1e-3

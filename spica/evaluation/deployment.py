@@ -29,7 +29,7 @@ from typing import Any, Literal, Mapping
 from spica import backends
 from spica.core.sla import SlaLike
 from spica.core.unrolled import Unrolled
-from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
+from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD, OVERHEADS
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
 from spica.space.timeable import ais_perf_config
 
@@ -189,9 +189,12 @@ def engine_args(unrolled: Unrolled | Mapping[str, Any], role: str) -> dict[str, 
 
 def timing_scale(unrolled: Mapping[str, Any], role: str) -> dict[str, float] | None:
     """The factors a timing calibration (`timing_calibration` in the candidate) puts on this role's
-    prefill passes and decode steps; None when the candidate is uncalibrated."""
+    prefill passes and decode steps; None when the candidate is uncalibrated. (Its request overhead
+    is not engine time: spica.evaluation.evaluate adds it to what Replay reports.)"""
     calibration = unrolled.get(CALIBRATION_FIELD)
-    return dict(calibration["roles"][role]) if calibration else None
+    if not calibration:
+        return None
+    return {name: value for name, value in calibration["roles"][role].items() if name not in OVERHEADS}
 
 
 def accept_rates(nextn: int, accepted: float) -> list[float]:

@@ -15,9 +15,9 @@ from typing import Any, Mapping
 from spica.config import SmartSearchConfig
 from spica.core.goals import GOALS, PerGpu
 from spica.core.unrolled import Unrolled
-from spica.evaluation import score
+from spica.evaluation import calibration, score
 from spica.evaluation.deployment import WorkloadSpec, build_replay_call
-from spica.evaluation.replay import capped_worker, run_replay
+from spica.evaluation.replay import capped_worker, mooncake_prompt_lengths, run_replay
 from spica.planner.config import PlannerConfigError, planner_config
 from spica.space.capacity import gpu_power_w
 
@@ -74,6 +74,16 @@ def _spec_for(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Workloa
     return spec
 
 
+def mean_prompt_tokens(spec: WorkloadSpec) -> float | None:
+    """The workload's mean prompt length, which prices a calibration's per-token request overhead."""
+    if spec.kind == "synthetic":
+        return float(spec.isl)
+    if spec.trace_format == "mooncake":
+        lengths = mooncake_prompt_lengths(spec.trace_path)
+        return sum(lengths) / len(lengths) if lengths else None
+    return None
+
+
 def request_count(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> int | None:
     """The requests the candidate's replay will simulate, known before it runs (what its replay
     time grows with); None for a trace, whose rows are the same for every candidate."""
@@ -107,16 +117,23 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
         return Evaluation("infeasible", reason, seconds=time.perf_counter() - started)
     try:
         view = Unrolled.of(unrolled)  # read once for the Planner's config and the Replay call
-        planner = planner_config(view, config.goal.sla)
-        call = build_replay_call(view, _spec_for(config, unrolled), config.goal.sla, sweep.timing, planner)
+        spec = _spec_for(config, unrolled)
+        overhead = calibration.request_overhead_ms(unrolled, mean_prompt_tokens(spec))
+        sla = calibration.shifted_sla(config.goal.sla, overhead)  # what Replay and the Planner must meet
+        planner = planner_config(view, sla)
+        call = build_replay_call(view, spec, sla, sweep.timing, planner)
     except PlannerConfigError as exc:
         return Evaluation("failed", f"planner_config: {exc}", seconds=time.perf_counter() - started)
     except (ValueError, KeyError) as exc:
         return Evaluation("failed", f"invalid_deployment: {exc}", seconds=time.perf_counter() - started)
     outcome = run_replay(call, sweep.max_eval_seconds)
+    if overhead:
+        outcome = replace(outcome, summary=calibration.shifted_summary(outcome.summary, overhead))
     replay_input = call.to_dict()
     metrics, clock = _split(outcome.summary)
     provenance = {"replay_seconds": round(outcome.seconds, 4), "timing": sweep.timing, "simulator": clock}
+    if overhead:  # replay.json reproduces Replay's own figures; the client's are these later
+        provenance["ttft_overhead_ms"] = round(overhead, 3)
     if outcome.status != "ok":
         # an overrun is upstream's infeasible "exceed runtime": the study learns to avoid it
         status = "infeasible" if outcome.status in ("no_samples", "timeout") else "failed"

@@ -129,16 +129,21 @@ def _token_position(call: ReplayCall) -> int | None:
         return mean_token_position([int(call.args[0])])
     if call.kwargs.get("trace_format", "mooncake") != "mooncake":
         return None
-    trace = Path(call.args[0])
+    return mean_token_position(mooncake_prompt_lengths(call.args[0]))
+
+
+def mooncake_prompt_lengths(trace: str | Path) -> tuple[int, ...]:
+    """Every request's prompt length in a mooncake trace, read once per file version."""
+    trace = Path(trace)
     stat = trace.stat()
-    return _mooncake_token_position(str(trace.resolve()), stat.st_mtime_ns, stat.st_size)
+    return _mooncake_prompt_lengths(str(trace.resolve()), stat.st_mtime_ns, stat.st_size)
 
 
 @lru_cache(maxsize=8)
-def _mooncake_token_position(path: str, mtime_ns: int, size: int) -> int | None:
+def _mooncake_prompt_lengths(path: str, mtime_ns: int, size: int) -> tuple[int, ...]:
     """Cached per file version: a search replays the same trace for every candidate."""
     with open(path, encoding="utf-8") as rows:
-        return mean_token_position(json.loads(row)["input_length"] for row in rows if row.strip())
+        return tuple(int(json.loads(row)["input_length"]) for row in rows if row.strip())
 
 
 _Result = tuple[Status, dict[str, Any], str | None, str | None]

@@ -18,11 +18,12 @@ import numpy as np
 
 from spica.config import ConfigError, SmartSearchConfig
 from spica.config.deploy import DeploySettings
+from spica.config.workload import Workload
 from spica.core.candidate import Candidate
 from spica.core.console import tell
 from spica.core.errors import UserError
 from spica.evaluation import score
-from spica.evaluation.calibration import for_search, load_calibration
+from spica.evaluation.calibration import Calibration, for_search, load_calibration
 from spica.plan import Plan, compile_plan
 from spica.planner.policies import is_static
 from spica.planner.predictors import cached_predictor_sub_sweep
@@ -80,9 +81,24 @@ def plan_calibration(path: str | Path, config: SmartSearchConfig, where: str = "
     pinned = space.backend_versions()
     try:
         versions = {(system, backend): scored_version(system, backend, pinned.get(backend)) for system, backend in pairs}
-        return for_search(load_calibration(path, where), space.model_name, pairs, versions, where)
+        calibration = load_calibration(path, where)
+        found = for_search(calibration, space.model_name, pairs, versions, where)
     except UserError as exc:
         raise ConfigError(exc.lines) from None
+    _warn_client_start(calibration, config.workload, where)
+    return found
+
+
+def _warn_client_start(calibration: Calibration, workload: Workload, where: str) -> None:
+    """A closed loop scored with a calibration fitted on clients started otherwise is warned: the
+    factors hold for the start they were fitted with (spica/calibrate/fit.py)."""
+    fitted = {c.fitted_on["client_start"] for c in calibration.corrections if "client_start" in c.fitted_on}
+    closed_loop = workload.trace_path is None and (workload.concurrency is not None or workload.kv_load_ratio is not None)
+    if closed_loop and fitted and workload.client_start not in fitted:
+        start = sorted(fitted, key=str)[0]
+        log.warning("%s: %s was fitted replaying the measured clients %s; this closed loop starts them %s: set "
+                    "workload.client_start=%s to score it as fitted", where, calibration.source, start or "all at once",
+                    workload.client_start or "all at once", start or "null")
 
 
 def _predictor_winners(plan: Plan) -> tuple[dict[int, tuple[str, dict[str, Any]]], dict[str, Any]]:

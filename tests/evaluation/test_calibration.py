@@ -9,7 +9,10 @@ import pytest
 import yaml
 
 from spica.core.errors import UserError
-from spica.evaluation.calibration import Calibration, Correction, candidate_fields, describe, for_search, load_calibration
+from spica.core.sla import SlaBounds
+from spica.evaluation.calibration import (
+    Calibration, Correction, candidate_fields, describe, for_search, load_calibration, request_overhead_ms, shifted_sla, shifted_summary,
+)
 from spica.evaluation.deployment import build_replay_call, WorkloadSpec
 from spica.evaluation.replay import run_replay
 from spica.evaluation.timing import scaled
@@ -42,6 +45,10 @@ def test_a_written_calibration_reads_back_with_its_digest(tmp_path):
      "corrections[0].prefill_exponent: 3 must be a number between -0.5 and 0.5"),
     ("spica_calibration: 1\ncorrections: [{system: s, backend: b, backend_version: v, prefill: 1, decode: 1}]\n",
      "corrections[0].model: required"),
+    ("spica_calibration: 1\ncorrections: [{model: m, system: s, backend: b, backend_version: v, prefill: 1, decode: 1, ttft_overhead_ms: -5}]\n",
+     "corrections[0].ttft_overhead_ms: -5 must be a number of milliseconds from 0 to 10,000"),
+    ("spica_calibration: 1\ncorrections: [{model: m, system: s, backend: b, backend_version: v, prefill: 1, decode: 1, ttft_overhead_ms_per_1k_tokens: .nan}]\n",
+     "corrections[0].ttft_overhead_ms_per_1k_tokens: nan must be a number of milliseconds"),
 ])
 def test_a_bad_calibration_file_is_one_line_naming_the_field(tmp_path, text, expected):
     path = tmp_path / "bad.yaml"
@@ -66,6 +73,30 @@ def test_another_model_or_an_uncovered_system_is_refused_and_a_close_checkpoint_
     assert "fitted at vllm perf data 0.24.0; this search scores vllm on h200_sxm at 0.19.0" in caplog.text
     assert found["factors"] == {"h200_sxm/vllm": {"prefill": 2.0, "prefill_exponent": -0.2, "decode": 1.5, "decode_exponent": 0.0}}
     assert "h200_sxm/vllm prefill ×2" in describe(found) and "cal.yaml (sha256 " in describe(found)
+
+
+def test_a_request_overhead_is_kept_with_the_factors_and_a_file_without_one_plans_as_before(tmp_path):
+    with_overhead = written(tmp_path, correction(ttft_overhead_ms=30.0, ttft_overhead_ms_per_1k_tokens=12.5))
+    assert with_overhead.corrections[0].ttft_overhead_ms == 30.0
+    found = for_search(with_overhead, "Qwen/Qwen3-32B", [("h200_sxm", "vllm")], {})
+    assert found["factors"]["h200_sxm/vllm"]["ttft_overhead_ms_per_1k_tokens"] == 12.5
+    assert "request overhead 30 ms + 12.5 ms per 1k prompt tokens" in describe(found)
+    plain = for_search(written(tmp_path, correction()), "Qwen/Qwen3-32B", [("h200_sxm", "vllm")], {})
+    assert "ttft_overhead_ms" not in plain["factors"]["h200_sxm/vllm"] and "overhead" not in describe(plain)
+    disagg = {"timing_calibration": {"roles": {"prefill": {"ttft_overhead_ms": 30.0, "ttft_overhead_ms_per_1k_tokens": 12.5},
+                                                "decode": {"ttft_overhead_ms": 99.0}}}}
+    assert request_overhead_ms(disagg, 2000) == pytest.approx(55.0)  # the role that answers first
+    assert request_overhead_ms({}, 2000) == 0.0
+
+
+def test_an_overhead_moves_the_latencies_a_client_sees_and_the_bounds_replay_counts_goodput_against():
+    summary = {"mean_ttft_ms": 100.0, "p99_ttft_ms": 300.0, "std_ttft_ms": 20.0, "num_ttft_samples": 50, "mean_tpot_ms": 8.0,
+               "median_e2e_latency_ms": 900.0, "mean_itl_ms": 8.0, "output_throughput_tok_s": 1000.0}
+    moved = shifted_summary(summary, 25.0)
+    assert moved == {**summary, "mean_ttft_ms": 125.0, "p99_ttft_ms": 325.0, "median_e2e_latency_ms": 925.0}
+    bounds = shifted_sla(SlaBounds(ttft_ms=200.0, itl_ms=10.0, e2e_ms=20.0), 25.0)
+    assert (bounds.ttft_ms, bounds.itl_ms, bounds.e2e_ms) == (175.0, 10.0, 0.001)  # an overhead alone past the bound: none can meet it
+    assert shifted_sla(None, 25.0) is None
 
 
 def test_the_table_is_scaled_pass_by_pass_and_stays_increasing():
