@@ -36,6 +36,7 @@ from spica.core.stops import starting_processes
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args, mean_token_position
 from spica.evaluation.traffic import STAND_INS, as_trace_call
+from spica.workloads import registry as workloads
 
 Status = Literal["ok", "failed", "timeout", "no_samples"]
 ENGINE_ARG_KEYS = ("extra_engine_args", "prefill_engine_args", "decode_engine_args")
@@ -127,18 +128,15 @@ def _token_position(call: ReplayCall) -> int | None:
     """The workload's mean prompt-token position, which prices the table's prefill entries."""
     if call.function == "run_synthetic_trace_replay":
         return mean_token_position([int(call.args[0])])
-    if call.kwargs.get("trace_format", "mooncake") != "mooncake":
-        return None
     trace = Path(call.args[0])
     stat = trace.stat()
-    return _mooncake_token_position(str(trace.resolve()), stat.st_mtime_ns, stat.st_size)
+    return _trace_token_position(str(trace.resolve()), call.kwargs.get("trace_format", "mooncake"), stat.st_mtime_ns, stat.st_size)
 
 
 @lru_cache(maxsize=8)
-def _mooncake_token_position(path: str, mtime_ns: int, size: int) -> int | None:
+def _trace_token_position(path: str, trace_format: str, mtime_ns: int, size: int) -> int | None:
     """Cached per file version: a search replays the same trace for every candidate."""
-    with open(path, encoding="utf-8") as rows:
-        return mean_token_position(json.loads(row)["input_length"] for row in rows if row.strip())
+    return mean_token_position(request.input_length for request in workloads.read(path, trace_format))
 
 
 _Result = tuple[Status, dict[str, Any], str | None, str | None]
