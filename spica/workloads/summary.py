@@ -107,6 +107,6 @@ def _summarize(path: str, trace_format: str, mtime_ns: int, size: int) -> TraceS
             sessions.add(request.session)
         agentic = agentic or request.waits
     if not inputs:
-        raise TraceError(f"{path}: holds no request")
+        raise TraceError(f"{path}: holds no request read as a {trace_format} trace (--format / workload.trace_format)")
     return TraceSummary(trace_format, len(inputs), longest, longest_line, last - first, Spread.of(inputs), Spread.of(outputs),
                         blocks, reused, len(sessions), agentic)
