@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Mapping
 
 from spica import backends
@@ -70,25 +70,25 @@ class WorkloadSpec:
     def __post_init__(self) -> None:
         """The config's rules (spica/workloads/rules.py), named under `workload.`, plus Replay's own:
         a synthetic call has its request count and at most one of rate and concurrency."""
+        if self.kind not in ("trace", "synthetic"):
+            raise ValueError(f"workload.kind: {self.kind!r} is not one of trace, synthetic")
+        if self.kind == "synthetic":
+            for name in ("isl", "osl", "request_count"):
+                value = getattr(self, name)
+                if value is None or value < 1:
+                    raise ValueError(f"workload.{name} must be a positive integer for a synthetic workload (got {value})")
+            if self.request_rate is not None and self.concurrency is not None:
+                raise ValueError("workload: set request_rate (open loop) or concurrency (closed loop), not both")
         try:
             if self.kind == "trace":
                 rules.required("trace", [] if self.trace_path else ["trace_path"])
-                rules.stray("trace", [name for name in TRACE_STRAYS if getattr(self, name) != type(self).__dataclass_fields__[name].default])
-                return
-        except ValueError as exc:
-            raise ValueError(f"workload.{exc}") from None
-        if self.kind != "synthetic":
-            raise ValueError(f"workload.kind: {self.kind!r} is not one of trace, synthetic")
-        for name in ("isl", "osl", "request_count"):
-            value = getattr(self, name)
-            if value is None or value < 1:
-                raise ValueError(f"workload.{name} must be a positive integer for a synthetic workload (got {value})")
-        if self.request_rate is not None and self.concurrency is not None:
-            raise ValueError("workload: set request_rate (open loop) or concurrency (closed loop), not both")
-        try:
+                rules.stray("trace", [name for name in TRACE_STRAYS if getattr(self, name) != _DEFAULTS[name]])
             rules.length_spread_rule(self.length_spread, self.turns_per_session)
         except ValueError as exc:
             raise ValueError(f"workload.{exc}") from None
+
+
+_DEFAULTS = {entry.name: entry.default for entry in fields(WorkloadSpec)}
 
 
 @dataclass(frozen=True)
