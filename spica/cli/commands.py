@@ -1,4 +1,4 @@
-"""The `spica` command: a Hydra application plus five plain subcommands.
+"""The `spica` command: a Hydra application plus six plain subcommands.
 
     spica [group=option ...] [key=value ...]      compose conf/ with Hydra and search
     spica --config-file my.yaml [key=value ...]   search a plain SmartSearchConfig YAML
@@ -7,6 +7,7 @@
     spica space [...]                             print the parallel-config pools
     spica calibrate MEASUREMENTS... -o FILE       fit a timing calibration on measured points
     spica compare DIR... [-o FILE]                results folders side by side (a table and a page)
+    spica trace inspect FILE [--format F]         what a trace holds: requests, rate, lengths, reuse
 
 How it ends (exit codes, one line per user error): spica/cli/exits.py.
 """
@@ -22,6 +23,7 @@ from spica.cli.config_file import config_from_file
 from spica.cli.exits import exit_if_nothing_feasible, leave, resumable, stopped, user_errors
 from spica.cli.hydra_app import compose, run_app
 from spica.cli.search import search_and_report
+from spica.cli.trace import cmd_trace
 from spica.config import SmartSearchConfig
 from spica.config.app import AppSettings
 from spica.core.console import tell
@@ -143,7 +145,8 @@ def _upstream_spelling(arg: str) -> str:
     return arg
 
 
-COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_space, "calibrate": _cmd_calibrate, "compare": _cmd_compare}
+COMMANDS = {"compile": _cmd_compile, "run-plan": _cmd_run_plan, "space": _cmd_space, "calibrate": _cmd_calibrate, "compare": _cmd_compare,
+            "trace": cmd_trace}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

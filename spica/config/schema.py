@@ -21,8 +21,9 @@ from spica.config.goal import OptimizationGoal, OptimizationTarget
 from spica.config.loading import load_config
 from spica.config.search_space import SearchSpace
 from spica.config.sweep import SweepConfig
-from spica.config.trace import MAX_REPLAY_REQUESTS, warn_if_longer_than
 from spica.config.workload import LOAD_FIELDS, Workload
+from spica.workloads.summary import warn_if_longer_than
+from spica.workloads.trace import MAX_REPLAY_REQUESTS
 
 class SmartSearchConfig(Frozen):
     """One search: what may move (search_space), the traffic, the goal and the sweep budget."""
@@ -58,7 +59,7 @@ class SmartSearchConfig(Frozen):
                 f"workload: isl + osl = {workload.isl + workload.osl} tokens does not fit search_space.context_length {context}"
             )
         if context is not None and workload.is_trace_based:  # null: the model's maximum, said at enumeration
-            warn_if_longer_than(workload.trace_path, context, "search_space.context_length")
+            warn_if_longer_than(workload.trace_path, context, "search_space.context_length", workload.trace_format)
         if self.goal.target_constrained and workload.request_rate is not None and self.goal.min_goodput_rps is None:
             raise ValueError(
                 f"goal.min_goodput_rps: required for target {self.goal.target} with request_rate traffic "

@@ -9,11 +9,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from spica.config.fields import Fraction, Frozen, NonNegative, NonNegativeInt, PositiveInt, PositiveNumber, unique
-from spica.config.trace import check_trace
-
-LOAD_FIELDS = ("trace_path", "request_rate", "concurrency", "kv_load_ratio")
-TRACE_ONLY = ("arrival_speedup_ratio", "replay_concurrency")
-SYNTHETIC_ONLY = ("isl", "osl", "num_request_ratio", "turns_per_session", "inter_turn_delay_ms", "length_spread", "client_start")
+from spica.workloads import rules
+from spica.workloads.registry import SHAPES, TRACE_FORMATS
+from spica.workloads.rules import EXTRAS, LOAD_FIELDS
+from spica.workloads.summary import TraceSummary, check_trace
+from spica.workloads.trace import TraceError
 KV_LOAD_RATIO_RULE = "a number ≥ 0, or [min, max] under a pareto goal"
 CONCURRENCY_RULE = "a positive integer, or a list of them under a pareto goal"
 
@@ -57,7 +57,7 @@ class Workload(Frozen):
     """The traffic: a trace, or synthetic open loop (rate), closed loop (concurrency) or KV load."""
 
     trace_path: str | None = None
-    trace_format: Literal["mooncake"] = "mooncake"
+    trace_format: str = "mooncake"  # *superset*: any trace format of spica/workloads/registry.py
     arrival_speedup_ratio: PositiveNumber = 1.0
     replay_concurrency: PositiveInt | None = None
     request_rate: PositiveNumber | None = None
@@ -76,40 +76,50 @@ class Workload(Frozen):
     @field_validator("trace_path")
     @classmethod
     def _trace_exists(cls, value: str | None) -> str | None:
-        """Relative paths resolve against the directory the user ran from."""
+        """Relative paths resolve against the directory the user ran from; the content is checked
+        with the format, once every field is read (`_one_load`)."""
         if value is None:
             return None
         path = Path(value).expanduser()
         path = path if path.is_absolute() else Path.cwd() / path
         if not path.is_file():
             raise ValueError(f"trace file not found: {value} (looked at {path})")
-        check_trace(path)  # TraceError (a ValueError) names the first bad line and its field
         return str(path.resolve())
+
+    @field_validator("trace_format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        if value not in TRACE_FORMATS:
+            raise ValueError(f"{value!r} is not one of {', '.join(TRACE_FORMATS)}")
+        return value
 
     @model_validator(mode="after")
     def _one_load(self) -> "Workload":
+        """The rules of spica/workloads/rules.py, over the fields of the chosen shape's record."""
+        trace = self._checked_trace()
         loads = [name for name in LOAD_FIELDS if getattr(self, name) is not None]
-        if len(loads) != 1:
-            got = ", ".join(loads) if loads else "none"
-            raise ValueError(f"set exactly one of {', '.join(LOAD_FIELDS)} (got: {got})")
+        rules.one_load(loads)
+        shape = SHAPES[self.trace_format if self.trace_path is not None else loads[0]]
         fields = type(self).model_fields
         explicit = {name for name in self.model_fields_set if getattr(self, name) not in (None, fields[name].default)}
+        rules.stray(shape.kind, sorted(explicit - set(shape.fields) - set(EXTRAS) - set(LOAD_FIELDS)))
         if self.trace_path is not None:
-            stray = sorted(explicit & set(SYNTHETIC_ONLY))
-            if stray:
-                raise ValueError(f"{stray[0]} is a synthetic-workload field and cannot be used with trace_path")
+            if self.replay_concurrency is not None:
+                rules.closed_loop_rule(self.trace_format, shape.closed_loop, bool(trace and trace.agentic))
             return self
-        stray = sorted(explicit & set(TRACE_ONLY))
-        if stray:
-            raise ValueError(f"{stray[0]} applies only to a trace workload (set trace_path)")
-        missing = [name for name in ("isl", "osl", "num_request_ratio") if getattr(self, name) is None]
-        if missing:
-            raise ValueError(f"{missing[0]} is required for a synthetic workload")
-        if self.length_spread > 0 and self.turns_per_session > 1:
-            raise ValueError("length_spread applies to single-turn traffic; with turns_per_session > 1 leave it 0")
-        if self.client_start is not None and (self.request_rate is not None or self.turns_per_session > 1):
-            raise ValueError("client_start applies to a single-turn closed loop (concurrency or kv_load_ratio); leave it null here")
+        rules.required("synthetic", [name for name in ("isl", "osl", "num_request_ratio") if getattr(self, name) is None])
+        rules.length_spread_rule(self.length_spread, self.turns_per_session)
+        rules.client_start_rule(self.client_start, self.request_rate is None, self.turns_per_session)
         return self
+
+    def _checked_trace(self) -> TraceSummary | None:
+        """The trace read once in its format, before any other rule (a bad file is the news)."""
+        if self.trace_path is None:
+            return None
+        try:
+            return check_trace(self.trace_path, self.trace_format)
+        except TraceError as exc:  # names the first bad line and its field
+            raise ValueError(f"trace_path: {exc}") from None
 
     @property
     def kind(self) -> Literal["trace", "request_rate", "concurrency", "kv_load_ratio"]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Mapping
 
 from spica import backends
@@ -32,6 +32,10 @@ from spica.core.unrolled import Unrolled
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD, OVERHEADS
 from spica.evaluation.timing import TIMING_MODES, TimingMode, ais_timing_model
 from spica.space.timeable import ais_perf_config
+from spica.workloads import registry, rules
+
+TRACE_STRAYS = ("request_rate", "turns_per_session", "inter_turn_delay_ms", "length_spread", "client_start")
+"""A WorkloadSpec's synthetic-only fields (its isl, osl and request_count are not checked on a trace)."""
 
 ReplayFunction = Literal["run_trace_replay", "run_synthetic_trace_replay"]
 
@@ -64,22 +68,27 @@ class WorkloadSpec:
     client_start: str | None = None  # staggered: a closed loop whose clients start spread (spica.evaluation.traffic)
 
     def __post_init__(self) -> None:
-        if self.kind == "trace":
-            if not self.trace_path:
-                raise ValueError("workload.trace_path is required for a trace workload")
-            if self.request_rate is not None:
-                raise ValueError("workload.request_rate applies only to a synthetic workload")
-            if self.turns_per_session != 1 or self.inter_turn_delay_ms != 0.0 or self.length_spread or self.client_start:
-                raise ValueError("workload.turns_per_session / inter_turn_delay_ms / length_spread / client_start apply only to a synthetic workload")
-        elif self.kind == "synthetic":
+        """The config's rules (spica/workloads/rules.py), named under `workload.`, plus Replay's own:
+        a synthetic call has its request count and at most one of rate and concurrency."""
+        if self.kind not in ("trace", "synthetic"):
+            raise ValueError(f"workload.kind: {self.kind!r} is not one of trace, synthetic")
+        if self.kind == "synthetic":
             for name in ("isl", "osl", "request_count"):
                 value = getattr(self, name)
                 if value is None or value < 1:
                     raise ValueError(f"workload.{name} must be a positive integer for a synthetic workload (got {value})")
             if self.request_rate is not None and self.concurrency is not None:
                 raise ValueError("workload: set request_rate (open loop) or concurrency (closed loop), not both")
-        else:
-            raise ValueError(f"workload.kind: {self.kind!r} is not one of trace, synthetic")
+        try:
+            if self.kind == "trace":
+                rules.required("trace", [] if self.trace_path else ["trace_path"])
+                rules.stray("trace", [name for name in TRACE_STRAYS if getattr(self, name) != _DEFAULTS[name]])
+            rules.length_spread_rule(self.length_spread, self.turns_per_session)
+        except ValueError as exc:
+            raise ValueError(f"workload.{exc}") from None
+
+
+_DEFAULTS = {entry.name: entry.default for entry in fields(WorkloadSpec)}
 
 
 @dataclass(frozen=True)
@@ -149,7 +158,11 @@ def build_replay_call(
         kwargs["performance_model_metadata"] = {
             pool.worker_type: {"provider": "ais", "config": ais_perf_config(view, pool.role)} for pool in view.pools
         }
-    function, args, traffic = _workload_call(workload, view.concurrency)
+    concurrency = view.concurrency if view.concurrency is not None else workload.concurrency
+    try:
+        function, args, traffic = registry.replay_call(workload, concurrency, view.model_name)
+    except ValueError as exc:
+        raise ValueError(f"workload.{exc}") from None
     kwargs.update(traffic)
     return ReplayCall(function=function, args=args, kwargs=kwargs, timing=timing)
 
@@ -231,39 +244,3 @@ def _sla_kwargs(sla: SlaLike | None) -> dict[str, float]:
         return {}
     bounds = {"sla_ttft_ms": sla.ttft_ms, "sla_itl_ms": sla.itl_ms, "sla_e2e_ms": sla.e2e_ms}
     return {name: float(value) for name, value in bounds.items() if value is not None}
-
-
-def _workload_call(
-    workload: WorkloadSpec, candidate_concurrency: int | None
-) -> tuple[ReplayFunction, tuple[Any, ...], dict[str, Any]]:
-    concurrency = candidate_concurrency if candidate_concurrency is not None else workload.concurrency
-    if workload.kind == "trace":
-        kwargs: dict[str, Any] = {"trace_format": workload.trace_format}
-        if concurrency is not None:
-            kwargs["replay_concurrency"] = int(concurrency)
-        else:
-            kwargs["arrival_speedup_ratio"] = float(workload.arrival_speedup_ratio)
-        if workload.shared_prefix_ratio > 0:
-            kwargs["trace_shared_prefix_ratio"] = float(workload.shared_prefix_ratio)
-            kwargs["trace_num_prefix_groups"] = int(workload.num_prefix_groups)
-        return "run_trace_replay", (str(workload.trace_path),), kwargs
-    if concurrency is not None:
-        kwargs = {"replay_concurrency": int(concurrency)}
-    elif workload.request_rate is not None:
-        kwargs = {"request_rate": float(workload.request_rate), "arrival_seed": int(workload.arrival_seed)}
-    else:
-        raise ValueError("workload: a synthetic workload needs request_rate or concurrency (none given, none derived)")
-    if workload.shared_prefix_ratio > 0:
-        kwargs["shared_prefix_ratio"] = float(workload.shared_prefix_ratio)
-        kwargs["num_prefix_groups"] = int(workload.num_prefix_groups)
-    if workload.turns_per_session > 1:
-        kwargs["turns_per_session"] = int(workload.turns_per_session)
-        kwargs["inter_turn_delay_ms"] = float(workload.inter_turn_delay_ms)
-    if workload.length_spread > 0:  # a stand-in: run_replay draws the lengths (spica.evaluation.traffic)
-        kwargs["length_spread"] = float(workload.length_spread)
-        kwargs.setdefault("arrival_seed", int(workload.arrival_seed))
-    if workload.client_start is not None:  # a stand-in too; a closed loop only (the schema checks)
-        if concurrency is None:
-            raise ValueError("workload.client_start applies only to a closed loop (concurrency or kv_load_ratio)")
-        kwargs["client_start"] = workload.client_start
-    return "run_synthetic_trace_replay", (int(workload.isl), int(workload.osl), int(workload.request_count)), kwargs

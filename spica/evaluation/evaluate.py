@@ -17,7 +17,7 @@ from spica.core.goals import GOALS, PerGpu
 from spica.core.unrolled import Unrolled
 from spica.evaluation import calibration, score
 from spica.evaluation.deployment import WorkloadSpec, build_replay_call
-from spica.evaluation.replay import capped_worker, mooncake_prompt_lengths, run_replay
+from spica.evaluation.replay import capped_worker, prompt_lengths, run_replay
 from spica.planner.config import PlannerConfigError, planner_config
 from spica.space.capacity import gpu_power_w
 
@@ -78,10 +78,8 @@ def mean_prompt_tokens(spec: WorkloadSpec) -> float | None:
     """The workload's mean prompt length, which prices a calibration's per-token request overhead."""
     if spec.kind == "synthetic":
         return float(spec.isl)
-    if spec.trace_format == "mooncake":
-        lengths = mooncake_prompt_lengths(spec.trace_path)
-        return sum(lengths) / len(lengths) if lengths else None
-    return None
+    lengths = prompt_lengths(spec.trace_path, spec.trace_format)
+    return sum(lengths) / len(lengths) if lengths else None
 
 
 def request_count(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> int | None:
@@ -118,7 +116,7 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
     try:
         view = Unrolled.of(unrolled)  # read once for the Planner's config and the Replay call
         spec = _spec_for(config, unrolled)
-        overhead = calibration.request_overhead_ms(unrolled, mean_prompt_tokens(spec))
+        overhead = calibration.request_overhead_ms(unrolled, mean_prompt_tokens(spec)) if unrolled.get(calibration.FIELD) else 0.0
         sla = calibration.shifted_sla(config.goal.sla, overhead)  # what Replay and the Planner must meet
         planner = planner_config(view, sla)
         call = build_replay_call(view, spec, sla, sweep.timing, planner)

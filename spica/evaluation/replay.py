@@ -19,7 +19,6 @@ cold timing-table build, which is not interruptible but takes ~1-3 s once per sh
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import signal
@@ -36,6 +35,7 @@ from spica.core.stops import starting_processes
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args, mean_token_position
 from spica.evaluation.traffic import STAND_INS, as_trace_call
+from spica.workloads import registry as workloads
 
 Status = Literal["ok", "failed", "timeout", "no_samples"]
 ENGINE_ARG_KEYS = ("extra_engine_args", "prefill_engine_args", "decode_engine_args")
@@ -127,23 +127,20 @@ def _token_position(call: ReplayCall) -> int | None:
     """The workload's mean prompt-token position, which prices the table's prefill entries."""
     if call.function == "run_synthetic_trace_replay":
         return mean_token_position([int(call.args[0])])
-    if call.kwargs.get("trace_format", "mooncake") != "mooncake":
-        return None
-    return mean_token_position(mooncake_prompt_lengths(call.args[0]))
+    return mean_token_position(prompt_lengths(call.args[0], call.kwargs.get("trace_format", "mooncake")))
 
 
-def mooncake_prompt_lengths(trace: str | Path) -> tuple[int, ...]:
-    """Every request's prompt length in a mooncake trace, read once per file version."""
+def prompt_lengths(trace: str | Path, trace_format: str = "mooncake") -> tuple[int, ...]:
+    """Every request's prompt length in a trace, read once per file version."""
     trace = Path(trace)
     stat = trace.stat()
-    return _mooncake_prompt_lengths(str(trace.resolve()), stat.st_mtime_ns, stat.st_size)
+    return _prompt_lengths(str(trace.resolve()), trace_format, stat.st_mtime_ns, stat.st_size)
 
 
 @lru_cache(maxsize=8)
-def _mooncake_prompt_lengths(path: str, mtime_ns: int, size: int) -> tuple[int, ...]:
+def _prompt_lengths(path: str, trace_format: str, mtime_ns: int, size: int) -> tuple[int, ...]:
     """Cached per file version: a search replays the same trace for every candidate."""
-    with open(path, encoding="utf-8") as rows:
-        return tuple(int(json.loads(row)["input_length"]) for row in rows if row.strip())
+    return tuple(request.input_length for request in workloads.read(path, trace_format))
 
 
 _Result = tuple[Status, dict[str, Any], str | None, str | None]

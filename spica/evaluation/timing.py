@@ -17,8 +17,8 @@ entry has only N, not the context those tokens attend to, yet attention cost gro
 chunk deep inside a 50k-token prompt costs far more than a fresh 8k prompt. So prefill entries
 are priced at the workload's mean token position P (`mean_token_position`: token-weighted over
 its prompts): N ≤ 2P new tokens are one request's tokens behind P − N/2 cached ones; more are
-packed into fresh requests of ~2P tokens. Pricing every pass as one fresh request instead (still
-the fallback for an unknown trace format) made mean TTFT 57-68 % optimistic on Mooncake and
+packed into fresh requests of ~2P tokens (a trace's P is read by its format's reader, spica/workloads/).
+Pricing every pass as one fresh request instead made mean TTFT 57-68 % optimistic on Mooncake and
 ~20 % pessimistic for 3k-token disagg prefill; with P, benchmarks/bench_timing_fidelity.py finds
 ≤ 2.2 % error on synthetic loads and ≤ 11 % (TPOT) on Mooncake. The rest comes from AIS pricing
 a mixed pass as one forward pass where the table adds prefill + decode, and from prefix caching.

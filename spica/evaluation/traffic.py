@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from spica.core.paths import cache_root
+from spica.workloads.rules import client_start_rule
 
 TRAFFIC_FORMAT = 1
 BLOCK_TOKENS = 512
@@ -97,9 +98,9 @@ def as_trace_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str
     """A synthetic call with a stand-in (STAND_INS), as the equivalent trace replay."""
     isl, osl, count = (int(value) for value in args)
     rate = kwargs.get("request_rate")
+    # a replay input may be edited by hand: the config's rule again, on the call's own terms
+    client_start_rule(kwargs.get("client_start"), kwargs.get("replay_concurrency") is not None, int(kwargs.get("turns_per_session", 1)))
     staggered = kwargs.get("replay_concurrency") if kwargs.get("client_start") == "staggered" else None
-    if kwargs.get("client_start") not in (None, "staggered") or (kwargs.get("client_start") and staggered is None):
-        raise ValueError(f"client_start: {kwargs.get('client_start')!r} needs a closed loop (replay_concurrency) and is one of: staggered")
     path = drawn_trace(isl, osl, count, float(kwargs.get("length_spread", 0.0)), int(kwargs.get("arrival_seed", 42)),
                        float(rate) if rate is not None else None, int(staggered) if staggered else None)
     converted = {key: value for key, value in kwargs.items() if key not in SYNTHETIC_ONLY}

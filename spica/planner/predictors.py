@@ -189,6 +189,7 @@ def predictor_sub_sweep(
     candidates: Sequence[LoadPredictor],
     arrival_speedup_ratio: float = 1.0,
     has_throughput_scaling: bool = True,
+    trace_format: str = "mooncake",
 ) -> SubSweepResult:
     """Lowest mean loss per throughput interval over the trace's windows (ties: first candidate).
 
@@ -204,7 +205,7 @@ def predictor_sub_sweep(
         raise ValueError("load_predictor_candidates: empty; list at least one predictor (e.g. constant_last)")
     from threadpoolctl import threadpool_limits
 
-    arrivals = read_arrivals(trace_path, arrival_speedup_ratio)
+    arrivals = read_arrivals(trace_path, arrival_speedup_ratio, trace_format)
     # ARIMA fits tiny matrices; multi-threaded BLAS only adds contention (≈7× slower on 2 busy cores).
     with threadpool_limits(limits=1):
         choices = {s: _sweep_interval(cut_windows(arrivals, s), s, candidates) for s in distinct}
@@ -218,8 +219,10 @@ def cached_predictor_sub_sweep(
     candidates: Sequence[LoadPredictor],
     arrival_speedup_ratio: float = 1.0,
     has_throughput_scaling: bool = True,
+    trace_format: str = "mooncake",
 ) -> SubSweepResult:
-    """predictor_sub_sweep, remembered on disk by trace content and inputs.
+    """predictor_sub_sweep, remembered on disk by trace content and inputs (the bytes decide the
+    format: one file reads as one format only).
 
     A full-trace sweep fits Prophet and ARIMA dozens of times (about a minute here); the
     answer only depends on the trace bytes, the speedup, the intervals and the candidates.
@@ -230,7 +233,7 @@ def cached_predictor_sub_sweep(
     from spica.space.cache import atomic_write_text
 
     if trace_path is None or not has_throughput_scaling or not intervals:
-        return predictor_sub_sweep(trace_path, intervals, candidates, arrival_speedup_ratio, has_throughput_scaling)
+        return predictor_sub_sweep(trace_path, intervals, candidates, arrival_speedup_ratio, has_throughput_scaling, trace_format)
     key = json.dumps([trace_sha256, arrival_speedup_ratio, sorted(set(intervals)), [list(c) for c in candidates]], sort_keys=True, default=str)
     path = cache_root() / "predictors" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
     if path.exists():
@@ -238,6 +241,6 @@ def cached_predictor_sub_sweep(
             return SubSweepResult.from_dict(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("predictor cache entry %s is not valid (%s); recomputing it", path, exc)
-    result = predictor_sub_sweep(trace_path, intervals, candidates, arrival_speedup_ratio, has_throughput_scaling)
+    result = predictor_sub_sweep(trace_path, intervals, candidates, arrival_speedup_ratio, has_throughput_scaling, trace_format)
     atomic_write_text(path, json.dumps(result.to_dict(), sort_keys=True))
     return result

@@ -1,4 +1,4 @@
-"""Per-interval traffic windows of a mooncake trace: what the Planner observes each interval.
+"""Per-interval traffic windows of a trace: what the Planner observes each interval.
 
 The load-predictor sub-sweep (docs/search.md step 3) replays these windows through Dynamo's
 predictors. They are cut the way Replay presents the trace to the Planner: arrival times are
@@ -9,18 +9,12 @@ load predictor does the same so time-based predictors keep one point per interva
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-
-@dataclass(frozen=True)
-class Arrival:
-    time_s: float
-    input_length: int
-    output_length: int
+from spica.workloads import registry as workloads
+from spica.workloads.trace import Arrival
 
 
 @dataclass(frozen=True)
@@ -33,37 +27,10 @@ class TrafficWindow:
     mean_osl: float
 
 
-def _field(row: dict, key: str, where: str) -> float:
-    value = row.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{where}: {key} must be a non-negative number, got {value!r}")
-    return value
-
-
-def read_arrivals(trace_path: str | Path, arrival_speedup_ratio: float = 1.0) -> tuple[Arrival, ...]:
-    """Arrivals of a mooncake JSONL trace in seconds after its first request, sorted."""
-    if not arrival_speedup_ratio > 0:
-        raise ValueError(f"workload.arrival_speedup_ratio: {arrival_speedup_ratio!r} must be > 0")
-    rows: list[tuple[float, int, int]] = []
-    with open(trace_path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            where = f"{trace_path}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not a JSON line ({exc.msg})") from None
-            rows.append(
-                (_field(row, "timestamp", where), int(_field(row, "input_length", where)), int(_field(row, "output_length", where)))
-            )
-    if not rows:
-        return ()
-    origin_ms = min(timestamp for timestamp, _, _ in rows)
-    scale = 1000.0 * arrival_speedup_ratio
-    return tuple(
-        Arrival((timestamp - origin_ms) / scale, isl, osl) for timestamp, isl, osl in sorted(rows, key=lambda row: row[0])
-    )
+def read_arrivals(trace_path: str | Path, arrival_speedup_ratio: float = 1.0, trace_format: str = "mooncake") -> tuple[Arrival, ...]:
+    """Arrivals of a trace in seconds after its first request, sorted, read by its format's
+    reader and window builder (spica/workloads/registry.py)."""
+    return workloads.arrivals(trace_path, trace_format, arrival_speedup_ratio)
 
 
 def cut_windows(arrivals: Sequence[Arrival], interval_s: float) -> tuple[TrafficWindow, ...]:

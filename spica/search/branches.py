@@ -18,7 +18,6 @@ import logging
 import math
 
 from spica.config import ConfigError, SmartSearchConfig
-from spica.config.trace import warn_if_longer_than
 from spica.config.search_space import ROLE_HARDWARE_FIELDS
 from spica.core.errors import UserError
 from spica.core.goals import GOALS
@@ -28,6 +27,7 @@ from spica.space import capacity
 from spica.space.branches import Branch, ParallelConfig, SpaceRequest
 from spica.space.enumeration import NoPerfData, NoViableParallelConfig, enumerate_branches
 from spica.space.table import format_pool_table
+from spica.workloads.summary import warn_if_longer_than
 
 logger = logging.getLogger("spica.space")
 
@@ -89,7 +89,7 @@ def branches_for(config: SmartSearchConfig) -> list[Branch]:
                            "deployment (each one's reason is warned above)"])
     workload = config.workload
     if workload.is_trace_based and config.search_space.context_length is None:
-        warn_if_longer_than(workload.trace_path, branches[0].context_length, "the model's maximum context")
+        warn_if_longer_than(workload.trace_path, branches[0].context_length, "the model's maximum context", workload.trace_format)
     return branches
 
 

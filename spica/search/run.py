@@ -114,6 +114,7 @@ def _predictor_winners(plan: Plan) -> tuple[dict[int, tuple[str, dict[str, Any]]
         config.search_space.load_predictors(),
         arrival_speedup_ratio=workload.arrival_speedup_ratio,
         has_throughput_scaling=bool(intervals),
+        trace_format=workload.trace_format,
     )
     winners = {interval: (entry.winner, dict(entry.winner_fields)) for interval, entry in result.intervals.items()}
     return winners, result.to_dict()

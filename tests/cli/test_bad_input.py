@@ -371,7 +371,8 @@ def test_bad_traces_name_the_line_and_field(tmp_path, capsys, rows, expected):
 
 
 def test_bad_trace_messages(tmp_path):
-    from spica.config.trace import TraceError, check_trace
+    from spica.workloads.summary import check_trace
+    from spica.workloads.trace import TraceError
 
     for index, (rows, expected) in enumerate(TRACES):
         trace = tmp_path / f"t{index}.jsonl"

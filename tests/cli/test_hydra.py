@@ -18,6 +18,8 @@ from spica.config.errors import ConfigError
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("SPICA_SHARED_DIR", REPO.parent / "shared"))
 TRACE = SHARED / "data" / "mooncake" / "conversation_trace_15min.jsonl"
+WORKLOAD_DATA = Path(__file__).parents[1] / "workloads" / "data"
+TRACES = {"agentic_mooncake": WORKLOAD_DATA / "agentic.jsonl", "dynamo": WORKLOAD_DATA / "dynamo.jsonl"}  # else the mooncake TRACE
 
 
 def test_default_composition_is_the_embedded_search():
@@ -65,11 +67,11 @@ def _option(path: Path) -> dict[tuple, object]:
 
 
 def _needs(group: str, stem: str, sets: dict) -> list[str]:
-    """What an option needs beside it to validate: a trace file, or prices (and the systems they price)."""
+    """What an option needs beside it to validate: a trace file in its format, or prices (and the systems they price)."""
     from spica.core.goals import GOALS
 
-    if (group, stem) == ("workload", "trace"):
-        return [f"workload.trace_path={TRACE}"]
+    if group == "workload" and ("workload", "trace_format") in sets:  # a trace of the option's format
+        return [f"workload.trace_path={TRACES.get(sets[('workload', 'trace_format')], TRACE)}"]
     named = [sets.get(("goal", "target")), *(sets.get(("goal", "pareto_objectives")) or [])]
     if group == "goal" and any(GOALS[name].priced for name in named if name in GOALS):
         return ["goal.gpu_hour_price={h200_sxm:3.5}"]

@@ -93,7 +93,7 @@ def test_staggered_clients_leave_the_lock_step_and_are_one_line_elsewhere(agg_ca
     staggered = run_replay(call)
     assert staggered.status == "ok" and staggered.summary["completed_requests"] == 160
     assert staggered.summary["mean_ttft_ms"] < 0.6 * together.summary["mean_ttft_ms"]
-    with pytest.raises(ValueError, match="client_start applies only to a closed loop"):
+    with pytest.raises(ValueError, match="client_start applies to a single-turn closed loop"):  # the config's one rule and message
         build_replay_call(candidate, replace(synthetic(0.0, concurrency=None, rate=4.0), client_start="staggered"))
     base = {"search_space": {"model_name": "Qwen/Qwen3-32B", "hardware_sku": "h200_sxm"}, "goal": {"target": "throughput_per_gpu"}}
     for workload, expected in [

@@ -14,7 +14,7 @@ CANDIDATES = [("constant_last", dict(LOAD_PREDICTORS["constant_last"])), ("arima
 
 def _trace(tmp_path):
     path = tmp_path / "t.jsonl"
-    rows = [{"timestamp": 1000 * i, "input_length": 100 + i, "output_length": 10, "hash_ids": [0]} for i in range(600)]
+    rows = [{"timestamp": 1000 * i, "input_length": 100 + i, "output_length": 10, "hash_ids": [0, 1]} for i in range(600)]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return str(path)
 

