@@ -47,7 +47,8 @@ def describe(path: str, summary: TraceSummary) -> str:
         ("input tokens", _spread(summary.isl)),
         ("output tokens", _spread(summary.osl)),
         ("prefix reuse", f"{summary.prefix_reuse:.1%} of {summary.hash_blocks:,} hash blocks seen before"),
-        ("sessions", f"{summary.sessions:,}" + (" (agentic: Replay runs it open loop only)" if summary.agentic else "")),
+        ("sessions", (f"{summary.sessions:,}" if summary.sessions else "none (every request stands alone)")
+                     + (" (agentic: Replay runs it open loop only)" if summary.agentic else "")),
     ]
     return "\n".join(f"{name:<14} {value}" for name, value in rows)
 

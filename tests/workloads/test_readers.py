@@ -31,42 +31,33 @@ def write(tmp_path, rows) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(("rows", "expected"), [
-    ([agentic(1)], "line 1: the header must say schema 'dynamo.agentic_mooncake' and version 2 (got None, None)"),
-    ([{**HEADER, "version": 1}, agentic(1)], "line 1: the header must say schema 'dynamo.agentic_mooncake' and version 2 (got 'dynamo.agentic_mooncake', 1)"),
-    ([HEADER, agentic(1), agentic(2, hash_ids=[1])], "line 3: 1 hash_ids cover 64 tokens, fewer than input_length 100 (64 tokens per block)"),
-    ([HEADER, agentic(1, hash_ids=[1, 2, 3])], "line 2: 3 hash_ids cover 192 tokens, not exactly input_length 100 (64 tokens per block)"),
-    ([HEADER, agentic(1), agentic(1)], "line 3: request_id 'r1' is used twice"),
-    ([HEADER, agentic(1, model="")], "line 2: model '' must be a non-empty string"),
-    ([HEADER, agentic(1, dependencies=[{"request_id": "r1", "trigger": "completion", "relation": "sequence"}])],
-     "line 2: dependencies[0].delay_ms None must be a number of ms ≥ 0"),
-    ([HEADER, agentic(1), agentic(2, dependencies=[{"request_id": "r9", "trigger": "completion", "relation": "sequence", "delay_ms": 1}])],
-     "line 3: dependencies name request_id 'r9', which is not in the trace"),
+@pytest.mark.parametrize(("trace_format", "rows", "expected"), [
+    ("agentic_mooncake", [agentic(1)], " line 1: the header must say schema 'dynamo.agentic_mooncake' and version 2 (got None, None)"),
+    ("agentic_mooncake", [{**HEADER, "version": 1}, agentic(1)], " line 1: the header must say schema 'dynamo.agentic_mooncake' and version 2 (got 'dynamo.agentic_mooncake', 1)"),
+    ("agentic_mooncake", [HEADER, agentic(1), agentic(2, hash_ids=[1])], " line 3: 1 hash_ids cover 64 tokens, fewer than input_length 100 (64 tokens per block)"),
+    ("agentic_mooncake", [HEADER, agentic(1, hash_ids=[1, 2, 3])], " line 2: 3 hash_ids cover 192 tokens, not exactly input_length 100 (64 tokens per block)"),
+    ("agentic_mooncake", [HEADER, agentic(1), agentic(1)], " line 3: request_id 'r1' is used twice"),
+    ("agentic_mooncake", [HEADER, agentic(1, model="")], " line 2: model '' must be a non-empty string"),
+    ("agentic_mooncake", [HEADER, agentic(1, dependencies=[{"request_id": "r1", "trigger": "completion", "relation": "sequence"}])],
+     " line 2: dependencies[0].delay_ms None must be a number of ms ≥ 0"),
+    ("agentic_mooncake", [HEADER, agentic(1), agentic(2, dependencies=[{"request_id": "r9", "trigger": "completion", "relation": "sequence", "delay_ms": 1}])],
+     " line 3: dependencies name request_id 'r9', which is not in the trace"),
+    ("dynamo", [dynamo(1), dynamo(2, input_sequence_hashes="ab")], " line 2: input_sequence_hashes must be a list of integers"),
+    ("dynamo", [dynamo(1, input_length=0)], " line 1: request.replay.input_length 0 must be a positive integer"),
+    ("dynamo", [dynamo(1), {**dynamo(2), "request": {"request_id": "r2"}}], " line 2: request.replay must be an object"),
+    ("dynamo", [dynamo(1), "{oops"], " line 2: not a JSON object (a dynamo trace has one per line)"),
+    ("dynamo", [{"event_type": "request_payload"}], ": holds no request read as a dynamo trace (--format / workload.trace_format)"),
 ])
-def test_agentic_mooncake_names_the_first_bad_line(tmp_path, rows, expected):
+def test_each_format_names_the_first_bad_line(tmp_path, trace_format, rows, expected):
     path = write(tmp_path, rows)
     with pytest.raises(TraceError) as error:
-        check_trace(path, "agentic_mooncake")
-    assert str(error.value) == f"{path} {expected}"
+        check_trace(path, trace_format)
+    assert str(error.value) == f"{path}{expected}"
 
 
 def test_a_dependency_may_name_a_later_request(tmp_path):
     later = {"request_id": "r2", "trigger": "dispatch", "relation": "spawn", "delay_ms": 0}
     assert check_trace(write(tmp_path, [HEADER, agentic(1, dependencies=[later]), agentic(2)]), "agentic_mooncake").requests == 2
-
-
-@pytest.mark.parametrize(("rows", "expected"), [
-    ([dynamo(1), dynamo(2, input_sequence_hashes="ab")], " line 2: input_sequence_hashes must be a list of integers"),
-    ([dynamo(1, input_length=0)], " line 1: request.replay.input_length 0 must be a positive integer"),
-    ([dynamo(1), {**dynamo(2), "request": {"request_id": "r2"}}], " line 2: request.replay must be an object"),
-    ([dynamo(1), "{oops"], " line 2: not a JSON object (a dynamo trace has one per line)"),
-    ([{"event_type": "request_payload"}], ": holds no request read as a dynamo trace (--format / workload.trace_format)"),
-])
-def test_dynamo_names_the_first_bad_line(tmp_path, rows, expected):
-    path = write(tmp_path, rows)
-    with pytest.raises(TraceError) as error:
-        check_trace(path, "dynamo")
-    assert str(error.value) == f"{path}{expected}"
 
 
 def test_mooncake_names_the_first_bad_line_and_reads_lazily(tmp_path):
