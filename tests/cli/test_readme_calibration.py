@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from spica.config.app import EvaluationSettings
+from spica.evaluation.calibration import OVERHEADS, Correction
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -29,3 +30,5 @@ def test_the_readmes_calibrate_flags_and_keys_are_the_commands():
     assert "evaluation.calibration=calibration.yaml" in text and "calibration" in EvaluationSettings.model_fields
     for name in ("timing_calibration", "spica/calibration", "summary.json"):
         assert name in text
+    for name in OVERHEADS:  # the request overhead the section explains is the file's own field
+        assert f"`{name}`" in text and name in Correction.__dataclass_fields__
