@@ -17,9 +17,10 @@ from spica.core.goals import GOALS, PerGpu
 from spica.core.unrolled import Unrolled
 from spica.evaluation import calibration, score
 from spica.evaluation.deployment import WorkloadSpec, build_replay_call
-from spica.evaluation.replay import capped_worker, prompt_lengths, run_replay
+from spica.evaluation.replay import capped_worker, run_replay
 from spica.planner.config import PlannerConfigError, planner_config
 from spica.space.capacity import gpu_power_w
+from spica.workloads.summary import check_trace
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,7 @@ def mean_prompt_tokens(spec: WorkloadSpec) -> float | None:
     """The workload's mean prompt length, which prices a calibration's per-token request overhead."""
     if spec.kind == "synthetic":
         return float(spec.isl)
-    lengths = prompt_lengths(spec.trace_path, spec.trace_format)
-    return sum(lengths) / len(lengths) if lengths else None
+    return check_trace(spec.trace_path, spec.trace_format).isl.mean  # the one checking pass, remembered per process
 
 
 def request_count(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> int | None:

@@ -127,20 +127,15 @@ def _token_position(call: ReplayCall) -> int | None:
     """The workload's mean prompt-token position, which prices the table's prefill entries."""
     if call.function == "run_synthetic_trace_replay":
         return mean_token_position([int(call.args[0])])
-    return mean_token_position(prompt_lengths(call.args[0], call.kwargs.get("trace_format", "mooncake")))
-
-
-def prompt_lengths(trace: str | Path, trace_format: str = "mooncake") -> tuple[int, ...]:
-    """Every request's prompt length in a trace, read once per file version."""
-    trace = Path(trace)
+    trace = Path(call.args[0])
     stat = trace.stat()
-    return _prompt_lengths(str(trace.resolve()), trace_format, stat.st_mtime_ns, stat.st_size)
+    return _trace_token_position(str(trace.resolve()), call.kwargs.get("trace_format", "mooncake"), stat.st_mtime_ns, stat.st_size)
 
 
 @lru_cache(maxsize=8)
-def _prompt_lengths(path: str, trace_format: str, mtime_ns: int, size: int) -> tuple[int, ...]:
+def _trace_token_position(path: str, trace_format: str, mtime_ns: int, size: int) -> int | None:
     """Cached per file version: a search replays the same trace for every candidate."""
-    return tuple(request.input_length for request in workloads.read(path, trace_format))
+    return mean_token_position(request.input_length for request in workloads.read(path, trace_format))
 
 
 _Result = tuple[Status, dict[str, Any], str | None, str | None]

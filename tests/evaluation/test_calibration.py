@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import numpy as np
@@ -14,6 +15,7 @@ from spica.evaluation.calibration import (
     Calibration, Correction, candidate_fields, describe, for_search, load_calibration, request_overhead_ms, shifted_sla, shifted_summary,
 )
 from spica.evaluation.deployment import build_replay_call, WorkloadSpec
+from spica.evaluation.evaluate import mean_prompt_tokens
 from spica.evaluation.replay import run_replay
 from spica.evaluation.timing import scaled
 
@@ -128,3 +130,12 @@ def test_a_calibrated_candidate_is_timed_by_the_factors_and_says_which(agg_candi
     assert slower.summary["mean_ttft_ms"] == pytest.approx(3.0 * plain.summary["mean_ttft_ms"], rel=0.1)
     ais = build_replay_call(calibrated, workload, timing="ais")
     assert run_replay(ais).reason == "timing_model"  # direct AIS cannot be scaled: refused, never silently uncalibrated
+
+
+def test_a_traces_per_token_overhead_is_priced_at_its_mean_prompt(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    rows = [{"timestamp": 10 * i, "input_length": length, "output_length": 8, "hash_ids": list(range(length // 512 + 1))}
+            for i, length in enumerate((1000, 3000, 2000))]
+    trace.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert mean_prompt_tokens(WorkloadSpec(kind="trace", trace_path=str(trace))) == 2000.0
+    assert mean_prompt_tokens(WorkloadSpec(kind="synthetic", isl=700, osl=10, request_count=4, concurrency=1)) == 700.0
