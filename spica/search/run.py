@@ -30,8 +30,9 @@ from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results import writer as results_writer
 from spica.results.ledger import Journal
 from spica.results.outcome import SearchResults
+from spica.search import capacity
 from spica.search.branches import branches_for, searched_branch
-from spica.search.dimensions import Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
+from spica.search.dimensions import KV_ROUTER_KNOBS, OFFLOAD_ROUTER_KNOBS, Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
 from spica.search.draws import Draws
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress
@@ -158,9 +159,13 @@ def open_searches(plan: Plan, branches: list[Branch]) -> list[BranchSearch]:
 
 
 def study_params(config: SmartSearchConfig, branch: Branch, knobs: list[Knob]) -> list[Param]:
-    """The branch study's dimensions: the pool's features, the backend where several serve it,
-    the searched knobs and a ranged KV-load ratio."""
+    """The branch study's dimensions: the pool's features (with an open-loop trace, each config's
+    prefill capacity: spica/search/capacity.py), the backend where several serve it, the searched
+    knobs and a ranged KV-load ratio."""
     params = [Param(spec.name, spec.kind, spec.choices, spec.low, spec.high) for spec in projection.feature_params(branch)]
+    capacities = set(capacity.prefill_capacities(config, branch).values())
+    if len(capacities) > 1:
+        params.append(Param(capacity.FEATURE, "double", low=min(capacities), high=max(capacities)))
     if len(branch.backends) > 1:
         params.append(Param("backend", "categorical", choices=tuple(branch.backends)))
     return params + knob_params(knobs) + workload_params(config)
@@ -181,7 +186,8 @@ def _grid_points(
     large to list): the study then scores real configs, as it does on a listed grid, not points
     of its feature space that project onto one and are told its result at features it does not have.
 
-    Points that replay alike are one point (a sample may so hold fewer than its size): where no
+    Points that replay alike are one point (a sample may so hold fewer than its size): under
+    round_robin the KV router's weights are not read, so of those points the first stays; where no
     Planner scales (one that does reads max_num_seqs as an engine's capacity), max_num_seqs values
     no less than the requests the workload keeps in flight never hold one back (`in_flight`), so of
     those only the smallest stays, the one that holds the least memory in a real engine (a
@@ -194,6 +200,9 @@ def _grid_points(
     ratio = config.workload.kv_load_ratio
     ratios = [ratio[0] + (ratio[1] - ratio[0]) * step / (KV_LOAD_LEVELS - 1) for step in range(KV_LOAD_LEVELS)] if isinstance(ratio, list) else [None]
     pairs = [(parallel, backend) for parallel in branch.configs for backend in parallel.backends]
+    if capacity.FEATURE in names:
+        by_config = capacity.prefill_capacities(config, branch)
+        capacities = [by_config[index, backend] for index, parallel in enumerate(branch.configs) for backend in parallel.backends]
     per_pair = len(combos) * len(ratios)
     total = len(pairs) * per_pair
     if sample is None or sample[0] >= total:
@@ -202,6 +211,7 @@ def _grid_points(
         indices = sorted(int(i) for i in np.random.default_rng(sample[1]).choice(total, sample[0], replace=False))
     shapes: dict[int, dict[str, Any]] = {}  # by pair: each config's features, read once
     seqs = [knob.name for knob in knobs if knob.searched and knob.name.endswith("_max_num_seqs")]
+    weights = [knob.name for knob in knobs if knob.searched and knob.name in KV_ROUTER_KNOBS + OFFLOAD_ROUTER_KNOBS]
     static = {name for name, fields in config.search_space.scaling_policies() if is_static(fields)}
     loads: dict[tuple, tuple[int | None, ...]] = {}  # in-flight bounds at each load level, by what decides them
     values: dict[int, dict[str, Any]] = {}  # every knob's value, by combination
@@ -213,19 +223,24 @@ def _grid_points(
         parallel, backend = pairs[pair]
         if pair not in shapes:
             shapes[pair] = {name: value for name, value in projection.features(parallel).items() if name in names}
+            if capacity.FEATURE in names:
+                shapes[pair][capacity.FEATURE] = capacities[pair]
         point = {**shapes[pair], **combos[combo]}
         if "backend" in names:
             point["backend"] = backend
         if ratios[level] is not None:
             point["kv_load_ratio"] = ratios[level]
-        replays: tuple = (index,)
+        read = dict(combos[combo])  # what the replay reads of the combination
+        if read.get("router_mode", "kv_router") != "kv_router":  # no KV router: its weights weigh nothing
+            read.update(dict.fromkeys(weights))
         if seqs:
             if combo not in values:
                 values[combo] = knob_values(knobs, combos[combo])
             if values[combo]["planner_scaling_policy"] in static:  # a scaling Planner reads max_num_seqs as capacity
                 bound = _in_flight(loads, config, branch, parallel, backend, values[combo], ratios, quant)[level]
                 if bound is not None:
-                    replays = (pair, level, tuple(None if name in seqs and value >= bound else value for name, value in combos[combo].items()))
+                    read.update({name: None for name in seqs if read[name] >= bound})
+        replays = (pair, level, tuple(read.items()))
         kept = points.get(replays)
         if kept is None or [point[name] for name in seqs] < [kept[name] for name in seqs]:
             points[replays] = point

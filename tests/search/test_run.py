@@ -95,3 +95,19 @@ def test_max_num_seqs_values_at_least_the_concurrency_replay_alike():
     first, second = (evaluate(cfg, candidate) for candidate in unrolled)
     assert first.status == second.status == "feasible"
     assert first.metrics == second.metrics
+
+
+def test_round_robin_points_differing_only_in_the_kv_routers_weights_are_one_point():
+    """Under round_robin the KV router's weights are never read: of those points the grid keeps the first."""
+    router = {"router_mode": ["kv_router", "round_robin"], "overlap_score_credit": [0.0, 1.0], "prefill_load_scale": [0.5, 2.0],
+              "router_temperature": [0.0, 0.5]}
+    cfg = config({"deployment_mode": ["agg"], "backend": ["vllm"], **router})
+    branch = searched_branch(cfg, branches_for(cfg)[0])
+    knobs = branch_knobs(cfg, branch.mode, branch.quant_knobs())
+    points = _grid_points(branch, knobs, cfg, study_params(cfg, branch, knobs))
+    by_router: dict[str, list[dict]] = {}
+    for point in points:
+        by_router.setdefault(point["router_mode"], []).append(point)
+    rest = {_key({name: value for name, value in point.items() if name != "router_mode"}) for point in by_router["kv_router"]}
+    assert len(by_router["kv_router"]) == len(rest) == 8 * len(by_router["round_robin"])  # every weight combination
+    assert {(p["overlap_score_credit"], p["prefill_load_scale"], p["router_temperature"]) for p in by_router["round_robin"]} == {(0.0, 0.5, 0.0)}
