@@ -30,7 +30,7 @@ from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results import writer as results_writer
 from spica.results.ledger import Journal
 from spica.results.outcome import SearchResults
-from spica.search import capacity
+from spica.search import prefill_capacity
 from spica.search.branches import branches_for, searched_branch
 from spica.search.dimensions import KV_ROUTER_KNOBS, OFFLOAD_ROUTER_KNOBS, Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
 from spica.search.draws import Draws
@@ -159,13 +159,13 @@ def open_searches(plan: Plan, branches: list[Branch]) -> list[BranchSearch]:
 
 
 def study_params(config: SmartSearchConfig, branch: Branch, knobs: list[Knob]) -> list[Param]:
-    """The branch study's dimensions: the pool's features (with an open-loop trace, each config's
-    prefill capacity: spica/search/capacity.py), the backend where several serve it, the searched
-    knobs and a ranged KV-load ratio."""
+    """The branch study's dimensions: the pool's features (for an open loop judged by an SLA, each
+    config's prefill capacity too: spica/search/prefill_capacity.py), the backend where several
+    serve it, the searched knobs and a ranged KV-load ratio."""
     params = [Param(spec.name, spec.kind, spec.choices, spec.low, spec.high) for spec in projection.feature_params(branch)]
-    capacities = set(capacity.prefill_capacities(config, branch).values())
+    capacities = set(prefill_capacity.prefill_capacities(config, branch).values())
     if len(capacities) > 1:
-        params.append(Param(capacity.FEATURE, "double", low=min(capacities), high=max(capacities)))
+        params.append(Param(prefill_capacity.FEATURE, "double", low=min(capacities), high=max(capacities)))
     if len(branch.backends) > 1:
         params.append(Param("backend", "categorical", choices=tuple(branch.backends)))
     return params + knob_params(knobs) + workload_params(config)
@@ -200,8 +200,8 @@ def _grid_points(
     ratio = config.workload.kv_load_ratio
     ratios = [ratio[0] + (ratio[1] - ratio[0]) * step / (KV_LOAD_LEVELS - 1) for step in range(KV_LOAD_LEVELS)] if isinstance(ratio, list) else [None]
     pairs = [(parallel, backend) for parallel in branch.configs for backend in parallel.backends]
-    if capacity.FEATURE in names:
-        by_config = capacity.prefill_capacities(config, branch)
+    if prefill_capacity.FEATURE in names:
+        by_config = prefill_capacity.prefill_capacities(config, branch)
         capacities = [by_config[index, backend] for index, parallel in enumerate(branch.configs) for backend in parallel.backends]
     per_pair = len(combos) * len(ratios)
     total = len(pairs) * per_pair
@@ -223,8 +223,8 @@ def _grid_points(
         parallel, backend = pairs[pair]
         if pair not in shapes:
             shapes[pair] = {name: value for name, value in projection.features(parallel).items() if name in names}
-            if capacity.FEATURE in names:
-                shapes[pair][capacity.FEATURE] = capacities[pair]
+            if prefill_capacity.FEATURE in names:
+                shapes[pair][prefill_capacity.FEATURE] = capacities[pair]
         point = {**shapes[pair], **combos[combo]}
         if "backend" in names:
             point["backend"] = backend

@@ -1,4 +1,4 @@
-"""What an open-loop search's study sees of each config's prefill capacity (spica/search/capacity.py)."""
+"""What an open-loop search's study sees of each config's prefill capacity (spica/search/prefill_capacity.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from spica.search import capacity
+from spica.search import prefill_capacity
 from spica.search.branches import branches_for, searched_branch
 from spica.search.dimensions import branch_knobs
 from spica.search.run import _grid_points, study_params
@@ -24,7 +24,7 @@ def _branch(workload, mode="agg", goal=GOODPUT):
 
 def test_capacity_grows_with_engines_and_with_their_width_but_less_than_their_gpus():
     cfg, branch = _branch(OPEN_LOOP)
-    found = capacity.prefill_capacities(cfg, branch)
+    found = prefill_capacity.prefill_capacities(cfg, branch)
     by_shape = {(parallel.pools[0].shape.tp, parallel.pools[0].replicas): found[index, "vllm"] for index, parallel in enumerate(branch.configs)}
     assert by_shape[1, 4] - by_shape[1, 1] == math.log2(4)  # four engines take in four times the tokens
     assert by_shape[1, 1] < by_shape[2, 1] < by_shape[4, 1] < by_shape[8, 1]  # a wider engine prefills faster
@@ -41,16 +41,16 @@ def test_only_an_open_loop_judged_by_an_sla_studies_capacity_and_its_points_carr
     cfg, branch = _branch(workload, goal=goal)
     knobs = branch_knobs(cfg, branch.mode, branch.quant_knobs())
     params = study_params(cfg, branch, knobs)
-    assert (capacity.FEATURE in [param.name for param in params]) is sees
-    found = capacity.prefill_capacities(cfg, branch)
+    assert (prefill_capacity.FEATURE in [param.name for param in params]) is sees
+    found = prefill_capacity.prefill_capacities(cfg, branch)
     assert bool(found) is sees
     if sees:
-        assert {point[capacity.FEATURE] for point in _grid_points(branch, knobs, cfg, params)} == set(found.values())
+        assert {point[prefill_capacity.FEATURE] for point in _grid_points(branch, knobs, cfg, params)} == set(found.values())
 
 
 def test_a_disagg_config_is_as_fast_as_its_prefill_pool():
     cfg, branch = _branch(OPEN_LOOP, "disagg")
-    found = capacity.prefill_capacities(cfg, branch)
+    found = prefill_capacity.prefill_capacities(cfg, branch)
     same_prefill: dict[tuple, set[float]] = {}
     for index, parallel in enumerate(branch.configs):
         prefill = parallel.pool("prefill")
