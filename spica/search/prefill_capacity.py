@@ -16,13 +16,13 @@ The offered rate would only shift the feature, which the study scales to [0, 1] 
 left out. Closed loops pace themselves to the deployment, and an overloaded deployment still
 serves its capacity where no SLA judges it: neither has the cliff, and their studies do not see it
 (a throughput-per-GPU search at a synthetic request rate, benchmarks/bench_search.py
-workload=synthetic_rate, ended at 568 tok/s/GPU on one seed of five with it, against 1,103 without). Only the timing AIS gives an uncalibrated engine is read: a calibration scales every
+workload=synthetic_rate, ended at 568 tok/s/GPU on one seed of five with it, against 1,103
+without). Only the timing AIS gives an uncalibrated engine is read: a calibration scales every
 shape's prefill alike.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -30,14 +30,12 @@ from spica.config import SmartSearchConfig
 from spica.core.unrolled import Unrolled
 from spica.search.dimensions import branch_knobs
 from spica.search.unroll import unroll
-from spica.space.branches import Branch
-from spica.space.timeable import ais_perf_config
+from spica.space.branches import Branch, ParallelConfig
+from spica.space.timeable import ais_perf_config, perf_model
 
 FEATURE = "prefill_capacity"
 PASS_TOKENS = 8192
 _PREFILL_ROLE = {"agg": "agg", "disagg": "prefill"}
-_rates: dict[str, float | None] = {}  # prompt tokens/s of one engine, by its AIS identity, for the process's life
-_models: dict[tuple[str, str, str], Any] = {}  # one live AIS model per data set: later ones on it build in ms
 
 
 def sees_capacity(config: SmartSearchConfig) -> bool:
@@ -63,35 +61,34 @@ def prefill_capacities(config: SmartSearchConfig, branch: Branch) -> dict[tuple[
     def build() -> dict[tuple[int, str], float]:
         role = _PREFILL_ROLE[branch.mode]
         first = {knob.name: knob.values[0] for knob in branch_knobs(config, branch.mode, branch.quant_knobs())}
+        rates: dict[tuple, float | None] = {}  # one engine's, by its shape and backend: replicas only multiply it
         found: dict[tuple[int, str], float | None] = {}
         for index, parallel in enumerate(branch.configs):
+            pool = parallel.pool(role)
             for backend in parallel.backends:
-                try:
-                    unrolled = unroll(config, branch, parallel, backend, first, {})
-                except LookupError:  # a quant mode this backend lacks: told unsupported when asked
-                    found[index, backend] = None
-                    continue
-                rate = _engine_rate(ais_perf_config(Unrolled.of(unrolled), role))
-                found[index, backend] = None if rate is None else math.log2(parallel.pool(role).replicas * rate)
+                if (pool.shape, backend) not in rates:
+                    rates[pool.shape, backend] = _engine_rate(config, branch, parallel, backend, first, role)
+                rate = rates[pool.shape, backend]
+                found[index, backend] = None if rate is None else math.log2(pool.replicas * rate)
         known = [value for value in found.values() if value is not None]
         lowest = min(known, default=0.0)
         return {key: lowest if value is None else value for key, value in found.items()}
 
-    return branch.memoised(("prefill_capacities", config.workload.trace_path), build)
+    return branch.memoised("prefill_capacities", build)
 
 
-def _engine_rate(perf_config: dict[str, Any]) -> float | None:
-    """Prompt tokens/s of one engine at a pass of PASS_TOKENS new tokens; None where AIS cannot time it."""
-    identity = json.dumps(perf_config, sort_keys=True, default=str)
-    if identity not in _rates:
-        from aisimulate_core.sdk import RustForwardPassPerfModel
-
-        scheduled = {"num_prefill_requests": 1, "sum_prefill_tokens": PASS_TOKENS, "sum_prefill_kv_tokens": 0}
-        try:
-            model = RustForwardPassPerfModel.best_available(dict(perf_config))
-            _models.setdefault((perf_config["system"], perf_config["backend"], perf_config["backend_version"]), model)
-            ms = model.estimate_forward_pass_time_ms([{"scheduled_requests": scheduled}] * int(perf_config["attention_dp"]))
-        except Exception:  # noqa: BLE001 - PerfDataNotAvailableError (a RuntimeError), ValueError: not timeable
-            ms = None
-        _rates[identity] = PASS_TOKENS / (ms / 1000.0) if ms is not None and math.isfinite(ms) and ms > 0 else None
-    return _rates[identity]
+def _engine_rate(
+    config: SmartSearchConfig, branch: Branch, parallel: ParallelConfig, backend: str, knobs: dict[str, Any], role: str,
+) -> float | None:
+    """Prompt tokens/s of one `role` engine of `parallel` at a pass of PASS_TOKENS new tokens, timed
+    as Replay times it (the candidate's AIS identity); None where AIS cannot time it."""
+    scheduled = {"num_prefill_requests": 1, "sum_prefill_tokens": PASS_TOKENS, "sum_prefill_kv_tokens": 0}
+    try:
+        identity = ais_perf_config(Unrolled.of(unroll(config, branch, parallel, backend, knobs, {})), role)
+    except LookupError:  # a quant mode this backend lacks: told unsupported when asked
+        return None
+    try:
+        ms = perf_model(identity).estimate_forward_pass_time_ms([{"scheduled_requests": scheduled}] * int(identity["attention_dp"]))
+    except Exception:  # noqa: BLE001 - PerfDataNotAvailableError (a RuntimeError), ValueError: not timeable
+        return None
+    return PASS_TOKENS / (ms / 1000.0) if ms is not None and math.isfinite(ms) and ms > 0 else None

@@ -74,13 +74,19 @@ def untimeable(
     return {shape: stored[shape.label] for shape in shapes if stored[shape.label]}
 
 
-def _probe(config: Mapping[str, Any]) -> str:
-    """'' when AIS times both probe passes, else why not (one line)."""
+def perf_model(config: Mapping[str, Any]) -> Any:
+    """AIS's perf model for one worker identity (`ais_identity`), its data set's first model kept alive."""
     from aisimulate_core.sdk import RustForwardPassPerfModel
 
+    model = RustForwardPassPerfModel.best_available(dict(config))
+    _anchors.setdefault((config["system"], config["backend"], config["backend_version"]), model)
+    return model
+
+
+def _probe(config: Mapping[str, Any]) -> str:
+    """'' when AIS times both probe passes, else why not (one line)."""
     try:
-        model = RustForwardPassPerfModel.best_available(dict(config))
-        _anchors.setdefault((config["system"], config["backend"], config["backend_version"]), model)
+        model = perf_model(config)
         readiness = model.diagnostics().get("readiness")
         if readiness != "ready":
             return f"AIS readiness {readiness}"
