@@ -185,6 +185,8 @@ class SearchSpace(Frozen):
             raise ValueError(f"min_endpoint ({self.min_endpoint}) must be <= gpu_budget ({self.gpu_budget}): each endpoint needs a GPU")
         if self.offload_enabled and self.kv_bytes_per_token is None:
             raise ValueError("kv_bytes_per_token is required when host offload is on (num_g2_blocks > 0)")
+        if self.kv_transfer_bandwidth_gbps is not None and self.kv_bytes_per_token is None:
+            raise ValueError("kv_bytes_per_token is required when kv_transfer_bandwidth_gbps is set (a disagg KV transfer is timed by its bytes)")
         if self.parallel_configs and len(self.deployment_mode) != 1:
             raise ValueError(
                 "parallel_configs needs deployment_mode to hold exactly one mode, got " + ", ".join(self.deployment_mode)

@@ -145,6 +145,8 @@ def test_explicit_nulls_where_upstream_defaults_to_null():
         ({"aic_nextn": 6}, "search_space.aic_nextn: 6: input should be less than or equal to 5"),
         ({"num_g2_blocks": -1}, "search_space.num_g2_blocks: -1: input should be greater than or equal to 0"),
         ({"num_g2_blocks": 100}, "search_space: kv_bytes_per_token is required when host offload is on (num_g2_blocks > 0)"),
+        ({"kv_transfer_bandwidth_gbps": 50}, "search_space: kv_bytes_per_token is required when kv_transfer_bandwidth_gbps is set "
+                                              "(a disagg KV transfer is timed by its bytes)"),
         ({"kv_bytes_per_token": 0}, "search_space.kv_bytes_per_token: 0: input should be greater than 0"),
         ({"overlap_score_credit": [0.5, 1.5]}, "search_space.overlap_score_credit[1]: 1.5: input should be less than or equal to 1"),
         ({"prefill_load_scale": [-1.0]}, "search_space.prefill_load_scale[0]: -1.0: input should be greater than or equal to 0"),
