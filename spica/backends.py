@@ -92,6 +92,13 @@ BACKENDS: Mapping[str, Backend] = {
                     (),
                     lambda s, m: not (s.moe_tp > 1 and s.moe_ep > 1),
                 ),
+                LegalityRule(
+                    "vllm_no_wide_ep",
+                    "vllm workers span at most 16 GPUs",
+                    "aiconfigurator.sdk.task_v2.build_disagg_parallel_lists: its vllm lists stop at 16 GPUs a worker",
+                    (),
+                    lambda s, m: s.gpus <= 16,
+                ),
             ),
             engine_package="vllm",
             runtime_image="vllm-runtime",

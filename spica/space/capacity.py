@@ -136,6 +136,16 @@ def gpu_power_w(system: str) -> float | None:
     return float(power) if power else None
 
 
+@functools.lru_cache(maxsize=None)
+def nvlink_domain(system: str) -> int:
+    """GPUs one NVLink domain of `system` joins, from AI Configurator's system spec: a rack where it
+    names one (`node.num_gpus_per_rack`: 72 on gb200 / gb300, NVL72), else a node (8 on h200_sxm)."""
+    from aiconfigurator.sdk.perf_database import load_system_spec
+
+    node = load_system_spec(system).get("node", {})
+    return int(node.get("num_gpus_per_rack") or node.get("num_gpus_per_node") or 1)
+
+
 def known_systems() -> list[str]:
     """Every system AI Configurator has a perf database for (any backend)."""
     from aiconfigurator.sdk import perf_database

@@ -232,8 +232,10 @@ class _Enumerator:
             if pins:
                 shapes = {role: tuple(sorted({pin[i].shape for pin in pins})) for i, role in enumerate(roles)}
             else:
-                candidates = enumerate_shapes(self.model, min(max(GPUS_PER_WORKER), request.gpu_budget))
-                shapes = {role: candidates for role in roles}
+                shapes = {
+                    role: enumerate_shapes(self.model, request.gpu_budget, capacity.nvlink_domain(request.sku(role)))
+                    for role in roles
+                }
             tables = {role: self._assess(backend, version, role, shapes[role]) for role in roles}
             for role_table in tables.values():
                 assessments.extend(role_table)
@@ -325,10 +327,16 @@ class _Enumerator:
         budget = request.sku_budget(sku)
         which = f"gpu_budget {budget}" if budget == request.gpu_budget else f"gpu_budget_per_sku {sku} {budget}"
         excluded: dict[WorkerShape, tuple[str, ...]] = {}
+        domain = capacity.nvlink_domain(sku)
         for shape in shapes:
             broken = broken_rules(shape, self.model, backend)
             if broken:
                 excluded[shape] = tuple(f"{rule.name}: {rule.statement}" for rule in broken)
+            elif shape.gpus > max(GPUS_PER_WORKER) and shape.gpus > domain:
+                excluded[shape] = (
+                    f"beyond_nvlink_domain: a {shape.gpus}-GPU wide-EP worker needs one NVLink domain of as many GPUs; "
+                    f"{sku} joins {domain}",
+                )
             elif shape.gpus > budget:
                 excluded[shape] = (f"over_budget: needs {shape.gpus} GPUs > {which}",)
         legal = [shape for shape in shapes if shape not in excluded]

@@ -20,6 +20,13 @@ from spica.core.errors import UserError
 from spica.core.unrolled import SHAPE_KEYS
 
 GPUS_PER_WORKER = (1, 2, 4, 8, 16)
+WIDE_EP_GPUS_PER_WORKER = (32, 64)
+"""MoE workers wider than GPUS_PER_WORKER: AI Configurator's wide expert-parallel widths, whose
+experts are split whole over every GPU (moe_tp 1, moe_ep = width) under tp ≤ WIDE_EP_MAX_TP
+attention. Offered only where one NVLink domain holds the worker (`capacity.nvlink_domain`:
+GB200 / GB300 NVL72 racks), so the experts' all-to-all stays on NVLink."""
+WIDE_EP_MAX_TP = 8
+WIDE_EP_SOURCE = "aiconfigurator.sdk.task_v2.build_disagg_parallel_lists (wide EP: trtllm and sglang, tp ≤ 8, up to 64 GPUs)"
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,14 @@ class WorkerShape:
         return 0.0 if width == 1 else math.log2(self.moe_ep) / math.log2(width)
 
     @property
+    def is_wide_ep(self) -> bool:
+        """A wide expert-parallel worker (WIDE_EP_GPUS_PER_WORKER)."""
+        return (
+            self.gpus in WIDE_EP_GPUS_PER_WORKER and self.pp == 1 and self.moe_tp == 1
+            and self.moe_ep == self.gpus and self.tp <= WIDE_EP_MAX_TP
+        )
+
+    @property
     def is_mixed(self) -> bool:
         return "+" in self.attention_mode or "+" in self.ffn_mode
 
@@ -143,10 +158,11 @@ class WorkerShape:
 RULES: tuple[LegalityRule, ...] = (  # every backend's, then each backend's own (spica.backends)
     LegalityRule(
         "gpus_per_worker",
-        f"tp × pp × attention_dp must be one of {list(GPUS_PER_WORKER)}",
-        "docs/search.md step 4",
+        f"tp × pp × attention_dp must be one of {list(GPUS_PER_WORKER)}, or {' or '.join(map(str, WIDE_EP_GPUS_PER_WORKER))} "
+        f"for a MoE's wide expert parallelism (moe_tp 1, moe_ep = the width, tp ≤ {WIDE_EP_MAX_TP})",
+        f"docs/search.md step 4; wide EP: {WIDE_EP_SOURCE}",
         (),
-        lambda s, m: s.gpus in GPUS_PER_WORKER,
+        lambda s, m: s.gpus in GPUS_PER_WORKER or (m.is_moe and s.is_wide_ep),
     ),
     LegalityRule(
         "no_pipeline_parallel",
@@ -181,11 +197,12 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def enumerate_shapes(model: ModelInfo, max_gpus: int) -> tuple[WorkerShape, ...]:
+def enumerate_shapes(model: ModelInfo, max_gpus: int, nvlink_domain: int = 0) -> tuple[WorkerShape, ...]:
     """Every shape of up to `max_gpus` GPUs the width identity allows, before backend rules.
 
     Dense: TP only. MoE: every split of the attention width into tp × attention_dp and of the
-    same width into moe_tp × moe_ep (pure TP / TEP / DEP and the mixed forms).
+    same width into moe_tp × moe_ep (pure TP / TEP / DEP and the mixed forms), and the wide
+    expert-parallel shapes that fit in one NVLink domain of `nvlink_domain` GPUs.
     """
     shapes: list[WorkerShape] = []
     for gpus in (g for g in GPUS_PER_WORKER if g <= max_gpus):
@@ -195,6 +212,8 @@ def enumerate_shapes(model: ModelInfo, max_gpus: int) -> tuple[WorkerShape, ...]
         for tp in _divisors(gpus):
             for moe_tp in _divisors(gpus):
                 shapes.append(WorkerShape(tp=tp, attention_dp=gpus // tp, moe_tp=moe_tp, moe_ep=gpus // moe_tp))
+    for gpus in (g for g in WIDE_EP_GPUS_PER_WORKER if model.is_moe and g <= min(max_gpus, nvlink_domain)):
+        shapes.extend(WorkerShape(tp=tp, attention_dp=gpus // tp, moe_ep=gpus) for tp in _divisors(gpus) if tp <= WIDE_EP_MAX_TP)
     return tuple(shapes)
 
 

@@ -208,6 +208,27 @@ def test_pin_legal_for_no_backend_is_a_hard_error(deepseek_branches: tuple) -> N
     )
 
 
+def test_wide_expert_parallel_workers_on_an_nvl72_rack_and_not_beyond_a_node_elsewhere() -> None:
+    """DeepSeek on GB200 (NVL72): DEP32 and DEP64 workers are enumerated, sized and timed (AIS holds
+    its context MLA there in bfloat16 only); on h200_sxm a pinned DEP32 is refused, with why."""
+    request = SpaceRequest("deepseek-ai/DeepSeek-R1", "gb200", backends=("trtllm",), modes=("agg",), gpu_budget=64,
+                           context_length=2048, quant_modes={"fmha_quant_mode": ("bfloat16",)})
+    (branch,) = enumerate_branches(request)
+    wide = {(c.pools[0].shape.label, c.pools[0].replicas) for c in branch.configs if c.pools[0].shape.gpus > 16}
+    assert wide == {("tp1 dp32 etp1 ep32", 1), ("tp1 dp32 etp1 ep32", 2), ("tp1 dp64 etp1 ep64", 1)}
+    dep32 = next(c for c in branch.configs if c.pools[0].shape.gpus == 32)
+    assert dep32.kv_tokens("trtllm", "agg") > 32 * next(c for c in branch.configs if c.pools[0].shape.gpus == 8).kv_tokens("trtllm", "agg") / 8
+    with pytest.raises(InvalidPinnedParallelConfig) as narrow:
+        enumerate_branches(
+            SpaceRequest(DEEPSEEK, "h200_sxm", backends=("sglang",), modes=("agg",), gpu_budget=32,
+                         pinned_parallel_configs=({"attention_dp": 32, "moe_ep": 32},))
+        )
+    assert str(narrow.value) == (
+        "parallel_configs[0] {'attention_dp': 32, 'moe_ep': 32} is legal for no backend: sglang: beyond_nvlink_domain: "
+        "a 32-GPU wide-EP worker needs one NVLink domain of as many GPUs; h200_sxm joins 8"
+    )
+
+
 def test_pins_are_tagged_with_the_backends_that_allow_them(deepseek_branches: tuple) -> None:
     (branch,) = enumerate_branches(
         SpaceRequest(DEEPSEEK, "h200_sxm", backends=("vllm", "trtllm"), modes=("agg",), gpu_budget=16,

@@ -32,6 +32,27 @@ def test_moe_shapes_cover_every_split_of_the_width() -> None:
     assert {"tp", "tep", "dep", "tp+dp/ep", "dp/tp"} <= eight
 
 
+def test_wide_expert_parallel_shapes_only_within_an_nvlink_domain() -> None:
+    assert enumerate_shapes(MOE, 72) == enumerate_shapes(MOE, 16)  # a node-scale system: nothing wider than 16
+    rack = enumerate_shapes(MOE, 72, nvlink_domain=72)
+    wide = [s for s in rack if s.gpus > 16]
+    assert [(s.gpus, s.tp) for s in wide] == [(32, 1), (32, 2), (32, 4), (32, 8), (64, 1), (64, 2), (64, 4), (64, 8)]
+    assert all(s.moe_tp == 1 and s.moe_ep == s.gpus and s.is_wide_ep for s in wide)
+    assert max(s.gpus for s in enumerate_shapes(MOE, 48, nvlink_domain=72)) == 32  # the budget still caps the width
+    assert enumerate_shapes(DENSE, 72, nvlink_domain=72) == enumerate_shapes(DENSE, 16)
+
+
+def test_wide_workers_are_legal_for_expert_parallel_moe_on_trtllm_and_sglang_only() -> None:
+    dep32 = WorkerShape(attention_dp=32, moe_ep=32)
+    assert names(dep32, MOE, "trtllm") == names(dep32, MOE, "sglang") == []
+    assert names(dep32, MOE, "vllm") == ["vllm_no_wide_ep"]
+    assert names(WorkerShape(tp=8, attention_dp=8, moe_ep=64), MOE, "sglang") == []
+    assert names(WorkerShape(tp=32, moe_tp=32), MOE, "sglang") == ["gpus_per_worker"]  # wide, but TP experts
+    assert names(WorkerShape(tp=16, attention_dp=2, moe_ep=32), MOE, "sglang") == ["gpus_per_worker"]  # attention TP > 8
+    assert names(WorkerShape(tp=32), DENSE, "sglang") == ["gpus_per_worker"]
+    assert names(WorkerShape(attention_dp=72, moe_ep=72), MOE, "sglang") == ["gpus_per_worker"]
+
+
 @pytest.mark.parametrize(
     ("shape", "strategy", "attention", "ffn"),
     [
