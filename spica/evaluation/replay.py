@@ -15,6 +15,12 @@ is killed and replaced only when a cap is hit or it dies. It must be started fro
 process (ProcessPoolExecutor workers are fine, multiprocessing.Pool workers are not).
 Uncapped calls (``timeout_s=None``) run in-process. The cap covers the whole call, including a
 cold timing-table build, which is not interruptible but takes ~1-3 s once per shape.
+
+The cap counts CPU seconds (the replay child's, plus this process's for the table), not wall
+seconds: with more workers than cores each replay gets a share of a core, and a wall cap then cut
+replays by how busy the machine was (GLM-5's example, 8 workers on 2 cores: 6 of 154 replays cut
+at 600 s wall), so a seeded search did not repeat its ledger. A replay that uses no CPU for
+WALL_FACTOR times the cap (a hung child) is cut too.
 """
 
 from __future__ import annotations
@@ -63,8 +69,13 @@ class ReplayOutcome:
     message: str | None = None
 
 
+WALL_FACTOR = 10
+"""A capped replay is also cut after this many times its cap in wall seconds (a hung child)."""
+
+
 def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcome:
     started = time.perf_counter()
+    started_cpu = time.process_time()
 
     def outcome(status: Status, summary: Mapping[str, Any] | None = None, reason: str | None = None, message: str | None = None) -> ReplayOutcome:
         return ReplayOutcome(status, time.perf_counter() - started, dict(summary or {}), reason, message)
@@ -87,7 +98,7 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
         if timeout_s is None:
             result = _execute(call.function, call.args, kwargs)
         else:
-            result = capped_worker.run(call.function, call.args, kwargs, timeout_s - (time.perf_counter() - started))
+            result = capped_worker.run(call.function, call.args, kwargs, timeout_s - (time.process_time() - started_cpu))
         lost = _lost_tables(kwargs, result)
         for path in lost:  # a table removed or torn under the replay is rebuilt by the next attempt
             Path(path).unlink(missing_ok=True)
@@ -97,7 +108,7 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
     if result is not None and result[2] in RETRIED:
         result = attempt()  # once: a cache removed mid-run is rebuilt, a dead child replaced; twice in a row is reported
     if result is None:
-        return outcome("timeout", reason="time_cap", message=f"replay exceeded the {timeout_s:g} s time cap")
+        return outcome("timeout", reason="time_cap", message=f"replay exceeded the {timeout_s:g} s CPU-time cap")
     status, summary, reason, message = result
     return outcome(status, summary, reason, message)
 
@@ -198,19 +209,29 @@ class _CappedWorker:
         self._connection: Connection | None = None
         self.fork = False  # fork the child from this process (an evaluation worker: see prepare_worker)
 
-    def run(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout_s: float) -> _Result | None:
-        """`_execute` in the worker; None when the cap is hit (the worker is then killed)."""
+    def run(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any], cpu_seconds: float) -> _Result | None:
+        """`_execute` in the child; None when it has used `cpu_seconds` of CPU, or WALL_FACTOR
+        times that in wall seconds (the child is then killed)."""
         with self._lock:
             try:
                 connection = self._ensure_started()
             except (EOFError, OSError) as exc:  # e.g. the forkserver was signalled with the whole job
                 return "failed", {}, "worker_crashed", f"replay worker could not start: {_one_line(exc)}"
             try:
+                pid = self._process.pid
+                before = _cpu_seconds(pid)
+                sent = time.monotonic()
                 connection.send((function, args, kwargs))
-                if not connection.poll(max(0.0, timeout_s)):
-                    self._stop()
-                    return None
-                return connection.recv()
+                while True:
+                    wall = time.monotonic() - sent
+                    used = _cpu_seconds(pid) if before is not None else None
+                    spent = wall if used is None else used - before  # no CPU clock for the child: wall seconds
+                    left = min(cpu_seconds - spent, WALL_FACTOR * cpu_seconds - wall)
+                    if left <= 0:
+                        self._stop()
+                        return None
+                    if connection.poll(left):  # a single-threaded child uses no more CPU than the wall time passed
+                        return connection.recv()
             except (EOFError, OSError):
                 exit_code = self._stop()
                 return "failed", {}, "worker_crashed", f"replay worker died with exit code {exit_code}"
@@ -253,6 +274,18 @@ class _CappedWorker:
         exit_code = self._process.exitcode
         self._process, self._connection = None, None
         return exit_code
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds process `pid` has used (Linux /proc; None elsewhere or once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime: stat fields 14 and 15
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _serve(connection: Connection) -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
 
 from spica.core.sla import SlaBounds
 from spica.evaluation.deployment import ReplayCall, WorkloadSpec, build_replay_call
-from spica.evaluation.replay import capped_worker, run_replay
+from spica.evaluation.replay import WALL_FACTOR, capped_worker, run_replay
 from spica.evaluation.score import objective_values, provisioned_gpus
 
 pytestmark = pytest.mark.e2e
@@ -88,8 +91,38 @@ def test_requests_that_never_fit_give_no_samples(agg_candidate):
 def test_time_cap_kills_a_long_replay(agg_candidate):
     endless = WorkloadSpec(kind="synthetic", isl=1000, osl=100, request_count=200_000, concurrency=64)
     outcome = run_replay(build_replay_call(agg_candidate(), endless), timeout_s=1.0)
-    assert (outcome.status, outcome.reason, outcome.message) == ("timeout", "time_cap", "replay exceeded the 1 s time cap")
+    assert (outcome.status, outcome.reason, outcome.message) == ("timeout", "time_cap", "replay exceeded the 1 s CPU-time cap")
     assert capped_worker._process is None  # killed, to be replaced on the next capped call
+
+
+def _child_stopped_for(seconds: float | None, monkeypatch) -> None:
+    """The replay child gets no CPU for `seconds` after its call is sent (SIGSTOP, then SIGCONT;
+    None: never again), as on a machine with more busy processes than cores."""
+    start = capped_worker._ensure_started
+
+    def started_then_stopped():
+        connection = start()
+        pid = capped_worker._process.pid
+        os.kill(pid, signal.SIGSTOP)
+        if seconds is not None:
+            threading.Timer(seconds, os.kill, (pid, signal.SIGCONT)).start()
+        return connection
+
+    monkeypatch.setattr(capped_worker, "_ensure_started", started_then_stopped)
+
+
+def test_the_cap_counts_the_replays_cpu_time_not_the_time_it_waited_for_a_core(agg_candidate, monkeypatch):
+    _child_stopped_for(2.5, monkeypatch)  # waiting longer than the cap, using none of it
+    outcome = run_replay(build_replay_call(agg_candidate(), SMALL), timeout_s=1.0)
+    assert outcome.status == "ok", outcome.message
+    assert outcome.seconds > 2.5
+
+
+def test_a_child_that_uses_no_cpu_is_cut_at_ten_times_the_cap(agg_candidate, monkeypatch):
+    _child_stopped_for(None, monkeypatch)
+    outcome = run_replay(build_replay_call(agg_candidate(), SMALL), timeout_s=0.2)
+    assert (outcome.status, outcome.reason) == ("timeout", "time_cap")
+    assert outcome.seconds >= WALL_FACTOR * 0.2 - 0.05 and capped_worker._process is None
 
 
 def test_capped_replay_matches_in_process_replay(agg_candidate):
