@@ -13,14 +13,14 @@ replay child directly (~10 ms per restart); any other process (a search evaluati
 JAX's threads running) starts it from a ``forkserver`` that imports them (~0.5 s once). The child
 is killed and replaced only when a cap is hit or it dies. It must be started from a non-daemonic
 process (ProcessPoolExecutor workers are fine, multiprocessing.Pool workers are not).
-Uncapped calls (``timeout_s=None``) run in-process. The cap covers the whole call, including a
-cold timing-table build, which is not interruptible but takes ~1-3 s once per shape.
+Uncapped calls (``timeout_s=None``) run in-process.
 
-The cap counts CPU seconds (the replay child's, plus this process's for the table), not wall
-seconds: with more workers than cores each replay gets a share of a core, and a wall cap then cut
-replays by how busy the machine was (GLM-5's example, 8 workers on 2 cores: 6 of 154 replays cut
-at 600 s wall), so a seeded search did not repeat its ledger. A replay that uses no CPU for
-WALL_FACTOR times the cap (a hung child) is cut too.
+The cap counts the replay child's CPU seconds, not wall seconds, and not a cold timing-table
+build before it (~1-3 s once per shape, done in this process): with more workers than cores each
+replay gets a share of a core, and a wall cap cut replays by how busy the machine was and by what
+the cache held (S3 with 8 workers on 2 busy cores and a 3 s cap: 11 of 64 cut; counting CPU, 1, the
+one needing 2.8 s of it), so a seeded search did not repeat its ledger. A replay that uses no CPU
+for WALL_FACTOR times the cap (a hung child) is cut too.
 """
 
 from __future__ import annotations
@@ -75,7 +75,6 @@ WALL_FACTOR = 10
 
 def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcome:
     started = time.perf_counter()
-    started_cpu = time.process_time()
 
     def outcome(status: Status, summary: Mapping[str, Any] | None = None, reason: str | None = None, message: str | None = None) -> ReplayOutcome:
         return ReplayOutcome(status, time.perf_counter() - started, dict(summary or {}), reason, message)
@@ -98,7 +97,7 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
         if timeout_s is None:
             result = _execute(call.function, call.args, kwargs)
         else:
-            result = capped_worker.run(call.function, call.args, kwargs, timeout_s - (time.process_time() - started_cpu))
+            result = capped_worker.run(call.function, call.args, kwargs, timeout_s)
         lost = _lost_tables(kwargs, result)
         for path in lost:  # a table removed or torn under the replay is rebuilt by the next attempt
             Path(path).unlink(missing_ok=True)
