@@ -18,9 +18,10 @@ Uncapped calls (``timeout_s=None``) run in-process.
 The cap counts the replay child's CPU seconds, not wall seconds, and not a cold timing-table
 build before it (~1-3 s once per shape, done in this process): with more workers than cores each
 replay gets a share of a core, and a wall cap cut replays by how busy the machine was and by what
-the cache held (S3 with 8 workers on 2 busy cores and a 3 s cap: 11 of 64 cut; counting CPU, 1, the
-one needing 2.8 s of it), so a seeded search did not repeat its ledger. A replay that uses no CPU
-for WALL_FACTOR times the cap (a hung child) is cut too.
+the cache held (S3 with 8 workers on 2 cores, 3 s cap: 6, 11, 31 of 64 cut idle, beside another
+run's 2 replay workers, beside two spinning processes; counting CPU: 1, 1, 3), so a seeded search
+did not repeat its ledger. A replay that uses no CPU for WALL_FACTOR times the cap (a hung child)
+is cut too.
 """
 
 from __future__ import annotations
