@@ -34,6 +34,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
+import yaml
 from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -42,6 +43,7 @@ from spica.calibrate.fit import errors, held_out, predictor, predictors  # noqa:
 from spica.calibrate.measurements import Measurement, Skipped, read_silicon_csv  # noqa: E402
 from spica.calibrate.replayed import Predicted  # noqa: E402
 from spica.search.pool import local_pool  # noqa: E402
+from spica.space.shapes import GPUS_PER_WORKER  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TABLE_GROUPS = (
@@ -114,6 +116,9 @@ def main() -> None:
     parser.add_argument("--calibrate", action="store_true", help="also held-out calibrated figures (2-fold) per group")
     parser.add_argument("--spread", type=float, default=None, help="workload.length_spread for every replay")
     parser.add_argument("--client-start", choices=["staggered"], default=None, help="workload.client_start for every replay")
+    parser.add_argument("--unmeasured", action="append", default=[], metavar="FIELD=VALUE",
+                        help="a search_space field the rows do not record, e.g. fmha_quant_mode=bfloat16 (AIS holds "
+                             "DeepSeek's context MLA on gb200 / gb300 in bfloat16 only) or kv_transfer_bandwidth_gbps=5")
     parser.add_argument("--per-version", action="store_true",
                         help="calibrate each measured engine version apart, as a cluster running one would (versions with under 8 points together)")
     parser.add_argument("--only", default=None, help="only the groups whose name holds this text (e.g. Llama)")
@@ -134,12 +139,13 @@ def main() -> None:
     if args.only:
         groups = {group: members for group, members in groups.items() if args.only.lower() in _name(group).lower()}
     report: dict[str, Any] = {"csv_rows": len(items), "unexpressible_rows": dict(skipped), "spread": args.spread,
-                              "client_start": args.client_start, "groups": {}}
+                              "client_start": args.client_start, "unmeasured": args.unmeasured, "groups": {}}
     pool = local_pool(args.workers, args.workers)
     try:
-        options = {"length_spread": args.spread, "client_start": args.client_start}
+        unmeasured = {name: yaml.safe_load(value) for name, value in (entry.split("=", 1) for entry in args.unmeasured)} or None
+        options = {"length_spread": args.spread, "client_start": args.client_start, "unmeasured": unmeasured}
         run = predictor(pool, **{name: value for name, value in options.items() if value is not None})
-        fits = predictors(pool, **({"length_spread": args.spread} if args.spread is not None else {}))
+        fits = predictors(pool, **{name: value for name, value in options.items() if value is not None and name != "client_start"})
         for group, members in sorted(groups.items(), key=lambda entry: -len(entry[1])):
             predictions = run(members, None)
             entry = {"points": len(members), **summary(predictions)}
@@ -147,6 +153,9 @@ def main() -> None:
             for item in predictions:
                 by_length[(item.measurement.isl, item.measurement.osl)].append(item)
             entry["by_isl_osl"] = {f"{isl}/{osl}": summary(part) for (isl, osl), part in sorted(by_length.items())}
+            wide = [item for item in predictions if any(pool.shape.gpus > max(GPUS_PER_WORKER) for pool in item.measurement.pools)]
+            if wide:  # workers wider than a node-scale system runs: wide expert parallelism on a rack
+                entry["wide_workers"] = summary(wide)
             expressible = [item.measurement for item in predictions if item.status == "feasible"]
             if args.calibrate and len(expressible) >= 4:
                 calibrated, fitted = [], []

@@ -24,6 +24,7 @@ from packaging.version import InvalidVersion, Version
 from spica.calibrate.measurements import Measurement
 from spica.config import ConfigError, SmartSearchConfig
 from spica.core.errors import UserError
+from spica.core.quant import QUANT_NAMES
 from spica.core.quiet import quieted
 from spica.core.unrolled import ROLES
 from spica.evaluation.evaluate import Evaluation, evaluate
@@ -98,8 +99,14 @@ def bundled_name(model: str) -> str:
     return matches[0] if len(matches) == 1 else model
 
 
-def measured_config(point: Measurement, *, length_spread: float | None = None, client_start: str | None = None) -> SmartSearchConfig:
-    """The SmartSearchConfig that pins `point` (UserError with the reason when it cannot)."""
+def measured_config(
+    point: Measurement, *, length_spread: float | None = None, client_start: str | None = None,
+    unmeasured: Mapping[str, Any] | None = None,
+) -> SmartSearchConfig:
+    """The SmartSearchConfig that pins `point` (UserError with the reason when it cannot).
+    `unmeasured` sets search_space fields the point does not record (what it records wins): e.g.
+    {"fmha_quant_mode": "bfloat16"} where AIS holds context attention in that mode only, or a disagg
+    KV transfer rate (`kv_transfer_bandwidth_gbps` with `kv_bytes_per_token`)."""
     versions = capacity.perf_data_versions(point.system, point.backend)
     version = nearest_version(point.backend_version, versions)
     if version is None:
@@ -121,9 +128,11 @@ def measured_config(point: Measurement, *, length_spread: float | None = None, c
         space[f"{role}_max_num_batched_tokens"] = [engine["max_num_batched_tokens"]]
         space[f"{role}_max_num_seqs"] = [max(engine["max_num_seqs"], point.concurrency if role != "prefill" else 1)]
     supported = capacity.supported_quant_modes(point.system, point.backend, version)
-    for name, mode in point.quant:
+    unmeasured = dict(unmeasured or {})
+    for name, mode in (*((name, unmeasured.pop(name)) for name in QUANT_NAMES if name in unmeasured), *point.quant):
         if mode in supported.get(name, []):
             space[name] = mode
+    space.update({name: value for name, value in unmeasured.items() if name not in space})
     count = max(MIN_REQUESTS, REQUESTS_PER_CONCURRENCY * point.concurrency)
     workload: dict[str, Any] = {"isl": point.isl, "osl": point.osl, "concurrency": point.concurrency,
                                 "num_request_ratio": count / point.concurrency}
@@ -148,6 +157,7 @@ def _is_moe(model: str) -> bool:
 CATEGORIES = (
     ("is not among AI Configurator's", "unknown_model"),
     ("gpus_per_worker", "worker_too_wide"),
+    ("beyond_nvlink_domain", "worker_too_wide"),
     ("kv_below_context", "no_kv_room"),
     ("no_kv_room", "no_kv_room"),
 )

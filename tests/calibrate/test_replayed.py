@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from spica.calibrate.measurements import Measurement
-from spica.calibrate.replayed import bundled_name, nearest_version
+from spica.calibrate.replayed import bundled_name, measured_candidate, nearest_version
+from spica.core.errors import UserError
 from spica.space.branches import RolePool
 from spica.space.shapes import WorkerShape
 
@@ -51,3 +52,17 @@ def test_what_cannot_be_pinned_is_counted_by_category(predict_in_worker):
     untimed = predict_in_worker(point(model="openai/gpt-oss-120b", system="h200_sxm", backend="trtllm", version="1.3.0rc20",
                             shape=WorkerShape(tp=4, moe_tp=4)))
     assert untimed.status == "unexpressible" and untimed.reason.startswith("no_perf_data: ") and "MoE data missing" in untimed.reason
+
+
+def test_a_wide_expert_parallel_point_is_pinned_on_an_nvl72_rack_only():
+    """A DEP32 measured on GB200 is pinned as measured once its context attention is timed in
+    bfloat16 (all AIS holds for DeepSeek's context MLA there); on an 8-GPU-node system it is too wide."""
+    dep32 = dict(model="deepseek-ai/DeepSeek-R1", backend="trtllm", version="1.3.0rc5",
+                 shape=WorkerShape(attention_dp=32, moe_ep=32), quant=(("moe_quant_mode", "nvfp4"),))
+    config, candidate = measured_candidate(point(system="gb200", **dep32), unmeasured={"fmha_quant_mode": "bfloat16"})
+    assert config.search_space.fmha_quant_mode == ["bfloat16"]
+    assert (candidate["attention_dp"], candidate["moe_ep"], candidate["fmha_quant_mode"]) == (32, 32, "bfloat16")
+    with pytest.raises(UserError, match="^no_perf_data: .*context MLA data missing"):
+        measured_candidate(point(system="gb200", **dep32))
+    with pytest.raises(UserError, match="^worker_too_wide: .*beyond_nvlink_domain: a 32-GPU wide-EP worker"):
+        measured_candidate(point(system="b200_sxm", **dep32), unmeasured={"fmha_quant_mode": "bfloat16"})
