@@ -36,24 +36,13 @@ from spica.deploy import flags
 from spica.deploy.versions import runtime_engine_version
 from spica.evaluation.calibration import FIELD as CALIBRATION_FIELD
 from spica.planner.config import planner_config
-from spica.space.capacity import checkpoint_quant_modes
+from spica.space.capacity import checkpoint_quant_modes, gpus_per_node
 
 COMPONENT_TYPES = {"agg": "worker", "prefill": "prefill", "decode": "decode"}
 PLANNER_IMAGE = "dynamo-planner"
 FPM_PORT = "20380"  # dynamo.vllm.envs.DEFAULT_FORWARDPASS_METRIC_PORT; the three backends read it
-DEFAULT_GPUS_PER_NODE = 8
 GIB = 2**30
 log = logging.getLogger("spica.deploy")
-
-
-def gpus_per_node(hardware_sku: str) -> int:
-    """From AI Configurator's system spec; an older AI Configurator (the dynamo-planner image's)
-    has none to read, and the common node of DEFAULT_GPUS_PER_NODE GPUs is assumed."""
-    try:
-        from aiconfigurator.sdk.perf_database import load_system_spec
-    except ImportError:
-        return DEFAULT_GPUS_PER_NODE
-    return int(load_system_spec(hardware_sku).get("node", {}).get("num_gpus_per_node", DEFAULT_GPUS_PER_NODE))
 
 
 @functools.lru_cache(maxsize=None)

@@ -136,14 +136,29 @@ def gpu_power_w(system: str) -> float | None:
     return float(power) if power else None
 
 
-@functools.lru_cache(maxsize=None)
-def nvlink_domain(system: str) -> int:
-    """GPUs one NVLink domain of `system` joins, from AI Configurator's system spec: a rack where it
-    names one (`node.num_gpus_per_rack`: 72 on gb200 / gb300, NVL72), else a node (8 on h200_sxm)."""
-    from aiconfigurator.sdk.perf_database import load_system_spec
+DEFAULT_GPUS_PER_NODE = 8
 
-    node = load_system_spec(system).get("node", {})
-    return int(node.get("num_gpus_per_rack") or node.get("num_gpus_per_node") or 1)
+
+@functools.lru_cache(maxsize=None)
+def system_node(system: str) -> dict[str, Any]:
+    """The `node` block of AI Configurator's system spec (GPUs per node and per rack, bandwidths);
+    empty for an older AI Configurator with no spec to read (the dynamo-planner image's)."""
+    try:
+        from aiconfigurator.sdk.perf_database import load_system_spec
+    except ImportError:
+        return {}
+    return dict(load_system_spec(system).get("node", {}))
+
+
+def gpus_per_node(system: str) -> int:
+    """GPUs in one node of `system`; DEFAULT_GPUS_PER_NODE where the spec says nothing."""
+    return int(system_node(system).get("num_gpus_per_node", DEFAULT_GPUS_PER_NODE))
+
+
+def nvlink_domain(system: str) -> int:
+    """GPUs one NVLink domain of `system` joins: a rack where the spec names one
+    (`num_gpus_per_rack`: 72 on gb200 / gb300, NVL72), else a node (8 on h200_sxm)."""
+    return int(system_node(system).get("num_gpus_per_rack") or gpus_per_node(system))
 
 
 def known_systems() -> list[str]:
