@@ -480,6 +480,13 @@ class _Enumerator:
             if not asked:
                 return f"no legal {role} shape within gpu_budget {self.request.gpu_budget}"
             best = max(asked, key=lambda a: (a.rank_kv_tokens, a.shape))
+            holding = [a for a in asked if not {"no_kv_room", "kv_below_context"} & set(a.exclusion_codes)]
+            if holding:  # they hold a sequence, and are excluded for something else (AIS cannot time them)
+                example = max(holding, key=lambda a: (a.rank_kv_tokens, a.shape))
+                return (
+                    f"every legal {role} shape that holds a {self.context}-token sequence is excluded "
+                    f"(e.g. {example.shape.label}: {example.excluded_by})"
+                )
             if not best.rank_kv_tokens:
                 return f"no legal {role} shape leaves room for KV ({best.excluded_by})"
             return (

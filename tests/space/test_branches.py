@@ -229,6 +229,14 @@ def test_wide_expert_parallel_workers_on_an_nvl72_rack_and_not_beyond_a_node_els
     )
 
 
+def test_a_backend_whose_fitting_shapes_ais_cannot_time_says_so_not_that_they_are_too_small() -> None:
+    with pytest.raises(NoViableParallelConfig) as error:
+        enumerate_branches(SpaceRequest("deepseek-ai/DeepSeek-R1", "gb200", backends=("trtllm",), modes=("agg",),
+                                        gpu_budget=16, context_length=2048))
+    assert "trtllm: every legal agg shape that holds a 2048-token sequence is excluded (e.g. tp16 dp1 etp1 ep16: " \
+        "no_perf_data: perf database error: context MLA data missing" in str(error.value)
+
+
 def test_pins_are_tagged_with_the_backends_that_allow_them(deepseek_branches: tuple) -> None:
     (branch,) = enumerate_branches(
         SpaceRequest(DEEPSEEK, "h200_sxm", backends=("vllm", "trtllm"), modes=("agg",), gpu_budget=16,
