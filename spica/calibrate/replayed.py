@@ -129,7 +129,8 @@ def measured_config(
         space[f"{role}_max_num_seqs"] = [max(engine["max_num_seqs"], point.concurrency if role != "prefill" else 1)]
     supported = capacity.supported_quant_modes(point.system, point.backend, version)
     unmeasured = dict(unmeasured or {})
-    for name, mode in (*((name, unmeasured.pop(name)) for name in QUANT_NAMES if name in unmeasured), *point.quant):
+    defaults = [(name, unmeasured.pop(name)) for name in QUANT_NAMES if name in unmeasured]
+    for name, mode in (*defaults, *point.quant):  # what the point records comes last, and wins
         if mode in supported.get(name, []):
             space[name] = mode
     space.update({name: value for name, value in unmeasured.items() if name not in space})
