@@ -35,12 +35,14 @@ def read_points(path: Path) -> list[tuple[float, float]]:
     return [(float(row["throughput_per_user_tok_s"]), float(row["throughput_per_gpu_tok_s"])) for row in rows]
 
 
-def spica_front(folder: Path) -> tuple[list[tuple[float, float]], int]:
-    """The front of a results folder's feasible candidates, and how many candidates it replayed."""
+def spica_front(folder: Path) -> tuple[list[tuple[float, float]], int, int]:
+    """The front of a results folder's feasible candidates (full replays: a screened row is not
+    one), how many rows its ledger holds and how many of them are screening replays."""
     rows = json.loads((folder / "ledger.json").read_text())
     points = [tuple(row["objectives"][name] for name in OBJECTIVES) for row in rows
               if row["status"] == "feasible" and all(name in row["objectives"] for name in OBJECTIVES)]
-    return sorted(pareto_front(points, lambda point: point), key=lambda point: point[0]), len(rows)
+    screened = sum(row["status"] == "screened" for row in rows)
+    return sorted(pareto_front(points, lambda point: point), key=lambda point: point[0]), len(rows), screened
 
 
 def main() -> None:
@@ -63,12 +65,13 @@ def main() -> None:
         label, _, folder = run.partition("=")
         if not folder:
             parser.error(f"{run}: give LABEL=DIR")
-        front, replayed = spica_front(Path(folder))
+        front, replayed, screened = spica_front(Path(folder))
         volume = round(hypervolume_2d(front, (0, 0)))
-        record["runs"][label] = {"folder": folder, "replayed": replayed, "hypervolume": volume, "front": front}
+        record["runs"][label] = {"folder": folder, "replayed": replayed, "screened": screened, "hypervolume": volume, "front": front}
+        rows = f"{replayed} rows, {screened} screened" if screened else f"{replayed} candidates"
         axes.plot(*zip(*front), marker="o", markersize=4, linewidth=1.6, color=f"C{index}", drawstyle="steps-pre",
-                  label=f"Spica, {label}: HV {volume:,} ({replayed} candidates)")
-        print(f"{label}: {replayed} candidates, front of {len(front)}, hypervolume {volume:,}")
+                  label=f"Spica, {label}: HV {volume:,} ({rows})")
+        print(f"{label}: {rows}, front of {len(front)}, hypervolume {volume:,}")
     axes.set_xlabel("throughput per user (tok/s/user) — higher is better")
     axes.set_ylabel("throughput per GPU (tok/s/GPU) — higher is better")
     axes.set_title("GLM-5-FP8 on 72 B200s, SGLang disagg, 1k/1k: fronts and hypervolume (ref (0, 0))", fontsize=11)

@@ -32,7 +32,7 @@ def check_results_folder(folder: Path) -> list[dict[str, Any]]:
     ledger = json.loads((folder / "ledger.json").read_text())
     summary = json.loads((folder / "summary.json").read_text())
     evaluations = (folder / "evaluations.jsonl").read_text().splitlines()
-    counted = sum(summary["tallies"][status] for status in ("feasible", "infeasible", "failed", "unsupported"))
+    counted = sum(summary["tallies"][status] for status in ("feasible", "infeasible", "failed", "unsupported", "screened"))
     assert len(ledger) == len(_rows(folder / "ledger.csv")) == len(evaluations) == counted > 0
     best = _rows(folder / "best.csv")
     assert [row["key"] for row in best][: len(summary["selected"])] == summary["selected"] != []

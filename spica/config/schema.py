@@ -54,6 +54,13 @@ class SmartSearchConfig(Frozen):
                 raise ValueError(
                     f"workload: num_request_ratio × load = {count:,} requests per replay; at most {MAX_REPLAY_REQUESTS:,} fit in memory"
                 )
+        screen = self.sweep.screen_request_ratio if not isinstance(self.sweep.screen_request_ratio, str) else None  # auto, off: never refused
+        if screen is not None and (not workload.is_synthetic or workload.request_rate is not None):
+            raise ValueError("sweep.screen_request_ratio: screening shortens a synthetic closed loop (concurrency or kv_load_ratio); "
+                             "this workload is a " + ("trace" if workload.is_trace_based else "request rate"))
+        if screen is not None and screen >= workload.num_request_ratio:
+            raise ValueError(f"sweep.screen_request_ratio: {screen:g} must be below workload.num_request_ratio "
+                             f"({workload.num_request_ratio:g}), the requests per client of a full replay")
         if context is not None and workload.is_synthetic and workload.isl + workload.osl > context:
             raise ValueError(
                 f"workload: isl + osl = {workload.isl + workload.osl} tokens does not fit search_space.context_length {context}"

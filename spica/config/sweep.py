@@ -26,6 +26,7 @@ class SweepConfig(Frozen):
     random_seed: Int = 1
     max_eval_seconds: PositiveNumber | None = 600.0
     max_search_seconds: PositiveNumber | None = None  # Spica's own: the search's time budget (spica/search/rounds.py)
+    screen_request_ratio: PositiveNumber | Literal["auto", "off"] = "auto"  # Spica's own: screening replays' requests per client (spica/evaluation/screening.py)
     algorithm: Literal[tuple(ALGORITHMS)] = "vizier"  # type: ignore[valid-type]  # spica/study/algorithms.py
     designer: Literal[VIZIER_DESIGNERS] = "fast"  # type: ignore[valid-type]
     timing: Literal["table", "ais"] = "table"

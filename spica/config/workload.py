@@ -154,13 +154,14 @@ class Workload(Frozen):
         levels = self.concurrency_levels()
         return max(levels) if levels else None
 
-    def resolved_request_count(self, concurrency_override: int | None = None) -> int | None:
+    def resolved_request_count(self, concurrency_override: int | None = None, ratio: float | None = None) -> int | None:
         """docs/config.md: max(1, round(num_request_ratio × load)), load = concurrency (the
         candidate's own, or the configured one) or request rate; None for a trace (its rows
-        are the requests) and for a KV-relative load before a candidate derives it."""
+        are the requests) and for a KV-relative load before a candidate derives it. `ratio`:
+        another number of requests per unit of load (a screening replay's)."""
         if self.is_trace_based:
             return None
         load = self.request_rate if self.request_rate is not None else self.effective_in_flight_cap(concurrency_override)
         if load is None:
             return None
-        return max(1, round(float(self.num_request_ratio) * load))
+        return max(1, round(float(ratio if ratio is not None else self.num_request_ratio) * load))

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from spica.core.unrolled import Unrolled
 
-STATUSES = ("feasible", "infeasible", "failed", "unsupported")
+STATUSES = ("feasible", "infeasible", "failed", "unsupported", "screened")
 TRANSIENT_REASONS = ("worker_lost", "worker_crashed", "timing_cache")
 """Failure categories that say nothing about the candidate (its process died, or its timing cache
 was removed, under it): such a candidate is measured again when the run resumes, instead of being reused as failed."""
@@ -37,6 +37,11 @@ class Candidate:
     @property
     def feasible(self) -> bool:
         return self.status == "feasible"
+
+    @property
+    def scored(self) -> bool:
+        """Feasible, or feasible in a screening replay (spica/evaluation/screening.py): objectives a study learns from."""
+        return self.status in ("feasible", "screened")
 
     @property
     def transient(self) -> bool:

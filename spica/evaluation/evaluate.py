@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from spica.config import SmartSearchConfig
 from spica.core.goals import GOALS, PerGpu
 from spica.core.unrolled import Unrolled
-from spica.evaluation import calibration, score
+from spica.evaluation import calibration, score, screening
 from spica.evaluation.deployment import WorkloadSpec, build_replay_call
 from spica.evaluation.replay import capped_worker, run_replay
 from spica.planner.config import PlannerConfigError, planner_config
@@ -71,7 +71,8 @@ def workload_spec(config: SmartSearchConfig) -> WorkloadSpec:
 def _spec_for(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> WorkloadSpec:
     spec = workload_spec(config)
     if spec.kind == "synthetic" and "concurrency" in unrolled and config.workload.request_rate is None:
-        return replace(spec, request_count=config.workload.resolved_request_count(unrolled["concurrency"]))
+        ratio = screening.request_ratio(config, unrolled)
+        return replace(spec, request_count=config.workload.resolved_request_count(unrolled["concurrency"], ratio))
     return spec
 
 
@@ -152,6 +153,8 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
         status, reason = "infeasible", f"over_budget: {unrolled['used_gpus']} GPUs > gpu_budget {config.search_space.gpu_budget}"
     elif misses:  # the study learns where the SLA breaks; the bound missed is in the reason
         status, reason = "infeasible", f"sla: {'; '.join(misses)}"
+    elif screening.FIELD in unrolled:  # its objectives guide the study; a full replay of it may join the answer
+        status = "screened"
     return Evaluation(status, reason, objectives, metrics, replay_input, time.perf_counter() - started, provenance)
 
 

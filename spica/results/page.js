@@ -290,7 +290,8 @@ var Spica = (function () {
     var byKey = {};
     candidates.forEach(function (c) { byKey[c.key] = c; });
     var feasible = candidates.filter(function (c) { return c.status === "feasible"; });
-    var tally = Object.keys(data.tallies).filter(function (k) { return data.tallies[k] || k !== "kept_draws"; })
+    var screened = candidates.filter(function (c) { return c.status === "screened"; });
+    var tally = Object.keys(data.tallies).filter(function (k) { return data.tallies[k] || (k !== "kept_draws" && k !== "screened"); })
       .map(function (k) { return data.tallies[k] + " " + k.replace(/_/g, " "); }).join(", ");
     var wall = data.timings.wall_seconds;
     app.append(el("header", {},
@@ -314,13 +315,17 @@ var Spica = (function () {
     feasible.forEach(function (c) { if (groups.indexOf(c.group) < 0) groups.push(c.group); });
     groups.sort();
     var missedName = "infeasible / failed";
+    var screenedName = "screened (a shorter replay; not the answer)";
     function names(f) { return fieldName(f, units); }
     function drawn() {
       var series = groups.map(function (g, i) {
         var members = feasible.filter(function (c) { return c.group === g; });
         return { name: g, color: PALETTE[i % PALETTE.length], count: members.length, points: members.map(function (c) { return point(c, false); }) };
       });
-      var missed = candidates.filter(function (c) { return c.status !== "feasible" && fieldValue(c, axes.x) !== undefined && fieldValue(c, axes.y) !== undefined; });
+      var plotted = function (c) { return fieldValue(c, axes.x) !== undefined && fieldValue(c, axes.y) !== undefined; };
+      var short = screened.filter(plotted);
+      if (short.length) series.push({ name: screenedName, color: "#bbb", count: short.length, points: short.map(function (c) { return point(c, false); }) });
+      var missed = candidates.filter(function (c) { return c.status !== "feasible" && c.status !== "screened" && plotted(c); });
       if (missed.length) series.push({ name: missedName, color: "#999", count: missed.length, points: missed.map(function (c) { return point(c, true); }) });
       return series;
     }
@@ -400,7 +405,7 @@ var Spica = (function () {
     }
 
     // not scored: grouped by reason
-    var unscored = candidates.filter(function (c) { return c.status !== "feasible"; });
+    var unscored = candidates.filter(function (c) { return c.status !== "feasible" && c.status !== "screened"; });
     var reasons = section("Not scored (" + unscored.length + ")", "unscored");
     if (unscored.length) {
       var byReason = {};

@@ -9,6 +9,7 @@ from spica.config.goal import SLA_METRICS
 from spica.core.candidate import Candidate
 from spica.core.goals import GOALS
 from spica.deploy.versions import engine_versions, version_note
+from spica.evaluation import screening
 from spica.evaluation.calibration import describe as describe_calibration
 from spica.plan import scale_free
 from spica.results.outcome import SearchResults
@@ -107,7 +108,7 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
 
 
 def tally_line(results: SearchResults) -> str:
-    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in results.tallies.items() if count or status != "kept_draws")
+    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in results.tallies.items() if count or status not in ("kept_draws", "screened"))
     return f"{len(results.ledger)} candidates replayed: {summary}"
 
 
@@ -126,8 +127,16 @@ def result_notes(config: SmartSearchConfig, calibration: Mapping[str, Any] | Non
         *([price_note(config.goal.gpu_hour_price, any(len(set(c.view.hardware_skus)) > 1 for c in shown))] if config.goal.gpu_hour_price else []),
         *([SCALE_NOTE] if scale_free(config) else []),
         *([KEPT_NOTE] if tallies.get("kept_draws") else []),
+        *([screening_note(config, tallies["screened"])] if tallies.get("screened") else []),
         *([budget_note(budget)] if (budget := timings.get("budget")) and budget["ran_out"] else []),
     ]
+
+
+def screening_note(config: SmartSearchConfig, screened: int) -> str:
+    """What a screened search shows: docs/search.md step 5, "Screening"."""
+    return (f"{screened:,} candidates were screened first: replayed at {screening.configured_ratio(config):g} requests per client instead of "
+            f"{config.workload.num_request_ratio:g} (status \"screened\" in the ledger), and their study learnt from that; "
+            f"those that could be on the answer were replayed in full, and only full replays are shown")
 
 
 def price_note(prices: Mapping[str, float], mixed: bool = False) -> str:

@@ -1,5 +1,6 @@
-"""A live progress line while a search runs: round, evaluations done of planned, feasible and
-failed, best so far (or the front's size), elapsed, ETA."""
+"""A live progress line while a search runs: round, evaluations done of planned, feasible (and
+screened, spica/evaluation/screening.py) and failed, best so far (or the front's size), elapsed, ETA.
+The best and the front count screening replays too: they are the study's view until confirmed."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class Progress:
         self.done = 0
         self.best: float | None = None
         self.feasible = 0
+        self.screened = 0
         self.failed = 0
         self.front: list[list[float]] = []  # pareto: the signed objectives of the front so far
         self.round = 0
@@ -35,10 +37,11 @@ class Progress:
     def update(self, round_number: int, candidate: Candidate) -> None:
         self.done += 1
         self.feasible += candidate.feasible
+        self.screened += candidate.status == "screened"
         self.failed += candidate.status == "failed"
-        if candidate.feasible and candidate.score is not None and (self.best is None or candidate.score > self.best):
+        if candidate.scored and candidate.score is not None and (self.best is None or candidate.score > self.best):
             self.best = candidate.score
-        if len(self.target) > 1 and candidate.feasible and all(name in candidate.objectives for name in self.target):
+        if len(self.target) > 1 and candidate.scored and all(name in candidate.objectives for name in self.target):
             point = [signed_score(name, candidate.objectives) for name in self.target]
             self.front = pareto_front([*self.front, point], lambda values: values)
         new_round = round_number > self.round  # branches run their rounds side by side
@@ -65,8 +68,9 @@ class Progress:
         else:
             shown = abs(self.best) if self.best is not None else None  # the score is signed; show the value
             best = f"best {shown:,.2f} {self.target[0]}" if shown is not None else "best -"
+        screened = f", {self.screened} screened" if self.screened else ""
         return (
-            f"round {self.round} | {self.done}/{self.total} evaluations, {self.feasible} feasible, {self.failed} failed | {best} | "
+            f"round {self.round} | {self.done}/{self.total} evaluations, {self.feasible} feasible{screened}, {self.failed} failed | {best} | "
             f"elapsed {elapsed:,.0f}s | ETA {max(remaining, 0):,.0f}s{budget}"
         )
 

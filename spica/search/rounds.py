@@ -17,6 +17,10 @@ A time budget (`sweep.max_search_seconds`) ends the asking where it runs out: re
 started are dropped, those running get a tenth of the budget more to finish (GRACE_SHARE), and
 what still runs then is ended; everything measured enters the ledger. What was dropped or ended
 is not journaled, so the same command resumes it, with a fresh budget.
+
+Screening (spica/evaluation/screening.py) adds one step after the rounds: the screened candidates
+that may be on the answer are replayed in full (`_confirm`); with a time budget, asking stops
+once CONFIRM_SHARE of it is left, to leave them that time.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from spica.core.candidate import STATUSES, Candidate
 from spica.evaluation import score
 from spica.evaluation.calibration import candidate_fields
 from spica.evaluation.evaluate import Evaluation, evaluate_task, request_count
+from spica.evaluation.screening import full_candidate, screen_fields, to_confirm
 from spica.plan import Plan
 from spica.results.ledger import Journal
 from spica.search.clocks import OptimizerClock, WorkerClock
@@ -51,6 +56,9 @@ ASK_CAP_PER_SLOT = 11
 
 
 GRACE_SHARE = 0.1  # of the time budget: how long replays running when it runs out may still finish
+CONFIRM_SHARE = 0.35
+"""Of the time budget, with screening: the last part, left to replay in full the screened candidates
+that may be on the answer (asking stops there once something was screened)."""
 
 
 @dataclass
@@ -154,6 +162,9 @@ class RoundLoop:
         self.deadline = deadline
         self.grace_until = None if deadline is None else deadline + GRACE_SHARE * (sweep.max_search_seconds or 0.0)
         self.out_of_time = False  # the budget ran out: no more asks
+        screens = sweep.screen_request_ratio != "off"
+        self.confirm_from = deadline - CONFIRM_SHARE * (sweep.max_search_seconds or 0.0) if screens and deadline is not None else None
+        self._confirming: dict[Future, tuple[Candidate, str, dict[str, Any]]] = {}
         self.ended_replays = 0  # replays dropped or ended by the budget, not measured
 
     def run(self) -> list[Candidate]:
@@ -180,15 +191,11 @@ class RoundLoop:
             self._advance(branch)
         self._note_finishing(branches)
         while self._inflight:
-            done, _ = wait(list(self._inflight), timeout=self._until_next_stop(), return_when=FIRST_COMPLETED)
-            if not done and self._past(self.grace_until):
-                self._end_running()
+            done = self._next_done(self._inflight)
+            if done is None:
                 break
-            if self._past(self.deadline) and not self.out_of_time:
-                self._stop_asking()
-                continue  # the dropped replays come back cancelled
             touched = []
-            for future in sorted(done, key=list(self._inflight).index):
+            for future in done:
                 branch, current, key, unrolled = self._inflight.pop(future)
                 self.clock.forget(future)
                 if future.cancelled():  # held back when the budget ran out: never started
@@ -202,8 +209,23 @@ class RoundLoop:
         if self.out_of_time:
             for branch in branches:
                 self._tell_measured(branch)
+        else:
+            self._confirm()
         self.finished_at = time.time()
         return [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
+
+    def _next_done(self, running: Mapping[Future, Any]) -> list[Future] | None:
+        """The replays of `running` back since the last call, in submission order; [] when the
+        budget has just run out (asking stops; the replays not started come back cancelled);
+        None once the grace ran out too (what still runs is ended)."""
+        done, _ = wait(list(running), timeout=self._until_next_stop(), return_when=FIRST_COMPLETED)
+        if not done and self._past(self.grace_until):
+            self._end_running()
+            return None
+        if self._past(self.deadline) and not self.out_of_time:
+            self._stop_asking()
+            return []
+        return sorted(done, key=list(running).index)
 
     def _past(self, moment: float | None) -> bool:
         return moment is not None and time.monotonic() >= moment
@@ -225,10 +247,52 @@ class RoundLoop:
 
     def _end_running(self) -> None:
         """The grace ran out too: what still replays is left unmeasured (the pool ends it)."""
-        for future in list(self._inflight):
+        for future in [*self._inflight, *self._confirming]:
             self.clock.forget(future)
-        self.ended_replays += len(self._inflight)
+        self.ended_replays += len(self._inflight) + len(self._confirming)
         self._inflight.clear()
+        self._confirming.clear()
+
+    def _confirm(self) -> None:
+        """docs/search.md step 5, the rounds over: the screened candidates that may be on the answer
+        (spica/evaluation/screening.py), replayed in full, most promising first; each enters the
+        ledger beside its screening row. No study learns from them: the answer is made of them."""
+        measured = [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
+        chosen = to_confirm(self.plan.config.goal.objectives, measured)
+        if not chosen:
+            return
+        order = {search.branch.name: position for position, search in enumerate(self.searches)}
+        last_round = max(entry[0][0] for entry in self._ledger)
+        todo = [(screened, full_candidate(screened.unrolled)) for screened in chosen]
+        todo = [(screened, unrolled, candidate_key(unrolled)) for screened, unrolled in todo]
+        self.idle.phase("finishing")
+        for name in order:
+            fresh = [(screened, unrolled, key) for screened, unrolled, key in todo if screened.branch == name and key not in self.measured]
+            if fresh:
+                futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for _, unrolled, _ in fresh], name)
+                for future, entry in zip(futures, fresh):
+                    self.clock.watch(future)
+                    self.idle.handed_out(future)
+                    self._confirming[future] = entry
+        while self._confirming:
+            done = self._next_done(self._confirming)
+            if done is None:
+                break
+            for future in done:
+                screened, unrolled, key = self._confirming.pop(future)
+                self.clock.forget(future)
+                if future.cancelled():
+                    self.ended_replays += 1
+                    continue
+                candidate = _candidate(self.plan, screened.branch, screened.round, key, unrolled, outcome(future))
+                self.measured[key] = candidate
+                if self.journal:
+                    self.journal.append(candidate)
+                self.meter.update(screened.round + 1, candidate)
+        for position, (screened, _, key) in enumerate(todo):
+            if key in self.measured:
+                self._ledger.append(((last_round + 1, order[screened.branch], position), self.measured[key]))
+                self.tally.add(self.measured[key].status)
 
     def _tell_measured(self, branch: _Branch) -> None:
         """After the budget: every suggestion measured enters the ledger, in due order; those
@@ -250,6 +314,8 @@ class RoundLoop:
         while True:
             if not self.out_of_time and self._past(self.deadline):
                 self._stop_asking()  # the budget ran out between two replays
+            if not branch.done and self._past(self.confirm_from) and any(c.status == "screened" for c in self.measured.values()):
+                branch.done = True  # the rest of the budget is the confirmations'; its replays still come back and are told
             if not branch.done and all(item.due > branch.next_ask for item in branch.untold):
                 self._ask_next(branch)
             elif branch.untold and branch.untold[0].key in self.measured:
@@ -374,12 +440,13 @@ class RoundLoop:
         ratio = params.get("kv_load_ratio")
         config = self.plan.config
         unrolled = unroll(config, branch, parallel, backend, knobs, self.winners, float(ratio) if ratio is not None else None)
-        return {**unrolled, **candidate_fields(self.plan.calibration, unrolled)}
+        return {**unrolled, **candidate_fields(self.plan.calibration, unrolled), **screen_fields(config, unrolled)}
 
 
 def _tell(study: Study, trial_id: int, candidate: Candidate) -> None:
-    """Feasible results with their objectives; everything else as infeasible, never a low score."""
-    if candidate.feasible:
+    """Feasible results with their objectives (a screening replay's too); everything else as
+    infeasible, never a low score."""
+    if candidate.scored:
         study.tell(trial_id, candidate.objectives)
     else:
         study.tell(trial_id, None, f"{candidate.status}: {candidate.reason}")
@@ -392,7 +459,7 @@ def _candidate(plan: Plan, branch: str, round_index: int, key: str, unrolled: di
                          plan_fingerprint=plan.fingerprint, scores_fingerprint=plan.scores_fingerprint)
     config = plan.config
     objectives = {name: outcome.objectives[name] for name in config.goal.objectives if name in outcome.objectives}
-    signed = score.candidate_score(config.goal.objectives, config.goal.target == "pareto", outcome.objectives) if outcome.status == "feasible" else None
+    signed = score.candidate_score(config.goal.objectives, config.goal.target == "pareto", outcome.objectives) if outcome.status in ("feasible", "screened") else None
     return Candidate(
         key=key,
         branch=branch,

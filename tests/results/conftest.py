@@ -52,6 +52,21 @@ def pareto_search(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def screened_search(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Pareto search with screening (docs/search.md step 5): its replays of 3 requests per
+    client count as costly, so each is screened at 1 first and the best are replayed in full."""
+    from spica.evaluation import screening
+
+    folder = tmp_path_factory.mktemp("screened-search")
+    config = search_config(workload={"concurrency": [2, 32]}, goal={"target": "pareto", "strict_sla": False, "sla": None},
+                           sweep={"max_rounds": 4, "screen_request_ratio": 1})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(screening, "MIN_SCREENED_REQUESTS", 1)
+        run_smart_search(config, results_dir=folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
     session = Chromium(tmp_path_factory.mktemp("chromium-profile"))
     yield session

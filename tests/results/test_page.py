@@ -121,6 +121,21 @@ def test_a_pareto_report_draws_the_front_through_its_points(pareto_search, brows
     assert browser.run("document.querySelector('#plot-section h2').textContent") == "Front"
 
 
+def test_screened_candidates_are_drawn_apart_from_the_answer_and_not_as_misses(screened_search, browser):
+    rows = ledger(screened_search)
+    screened = [row for row in rows if row["status"] == "screened"]
+    feasible = [row for row in rows if row["status"] == "feasible"]
+    assert screened and feasible
+    opened(browser, screened_search)
+    assert count(browser, "svg.plot circle.point[data-status=screened]") == len(screened)
+    assert count(browser, "svg.plot circle.point[data-status=feasible]") == len(feasible)
+    assert count(browser, "svg.plot path.point.missed") == 0  # a screening replay missed nothing
+    assert browser.run("document.querySelector('svg.plot polyline.front').getAttribute('points').split(' ').length") == len(summary(screened_search)["selected"])
+    assert count(browser, "#ledger tbody tr") == len(rows) and count(browser, "#reasons tbody tr") == 0
+    assert f"{len(screened)} screened" in browser.run("document.querySelector('.lede').textContent")
+    assert "candidates were screened first" in browser.run("document.querySelector('.notes').textContent")
+
+
 def test_markup_in_the_inputs_shows_as_text_and_runs_nothing(sla_search, browser, tmp_path):
     """A results folder is a set of files anyone can hand over: a crafted title, reason or plan."""
     folder = tmp_path / "crafted"

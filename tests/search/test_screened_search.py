@@ -1,0 +1,43 @@
+"""Screening in a real search (sweep.screen_request_ratio): the study learns from short replays,
+the screened candidates near the best are replayed in full, and only full replays are the answer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from results_checks import check_results_folder
+
+from spica.evaluation import screening
+from spica.results.table import format_results
+from spica.search import run_smart_search
+from spica.search.unroll import candidate_key
+
+from tests.search.test_search import CountingPool, small
+
+pytestmark = pytest.mark.e2e
+
+
+def test_screened_candidates_guide_the_study_and_only_full_replays_are_the_answer(tmp_path, monkeypatch):
+    monkeypatch.setattr(screening, "MIN_SCREENED_REQUESTS", 1)  # the small search's 24-request replays count as costly
+    config = small(workload={"num_request_ratio": 3}, sweep={"screen_request_ratio": 1, "max_rounds": 4})
+    results = run_smart_search(config, results_dir=tmp_path)
+
+    screened = [c for c in results.ledger if c.status == "screened"]
+    full = {c.key: c for c in results.ledger if c.status != "screened"}
+    assert len(screened) >= 4 and results.tallies["screened"] == len(screened)
+    assert all(c.unrolled["screen_request_ratio"] == 1.0 and c.metrics["num_requests"] == 8 and c.score is not None for c in screened)
+    confirmed = screening.to_confirm(config.goal.objectives, results.ledger)
+    assert confirmed and [candidate_key(screening.full_candidate(c.unrolled)) in full for c in confirmed] == [True] * len(confirmed)
+    for candidate in confirmed:
+        twin = full[candidate_key(screening.full_candidate(candidate.unrolled))]
+        assert twin.feasible and twin.metrics["num_requests"] == 24 and "screen_request_ratio" not in twin.unrolled
+    assert list(results) and all(c.feasible and c.key in full for c in results)  # the answer: full replays only
+    assert results[0].score == max(c.score for c in full.values() if c.feasible)
+    check_results_folder(tmp_path)
+    timings = json.loads((tmp_path / "summary.json").read_text())["timings"]
+    assert f"{len(screened)} candidates were screened first: replayed at 1 requests per client instead of 3" in format_results(config, results, timings)
+
+    again = CountingPool()
+    resumed = run_smart_search(config, results_dir=tmp_path, pool=again)
+    assert again.replayed == [] and [c.key for c in resumed.ledger] == [c.key for c in results.ledger]
