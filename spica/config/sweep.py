@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal, Mapping
 
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 from spica.config.fields import Frozen, Int, PositiveInt, PositiveNumber
 from spica.study.algorithms import ALGORITHMS, VIZIER_DESIGNERS
@@ -30,6 +30,16 @@ class SweepConfig(Frozen):
     algorithm: Literal[tuple(ALGORITHMS)] = "vizier"  # type: ignore[valid-type]  # spica/study/algorithms.py
     designer: Literal[VIZIER_DESIGNERS] = "fast"  # type: ignore[valid-type]
     timing: Literal["table", "ais"] = "table"
+
+    @field_validator("screen_request_ratio", mode="before")
+    @classmethod
+    def _screen_setting(cls, value: Any) -> Any:
+        """auto, off (YAML's bare `off` is false), or requests per client above 0; one line otherwise."""
+        if value is False or value in ("auto", "off"):
+            return "off" if value is False else value
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return value
+        raise ValueError(f"{value!r}: give auto, off or the requests per client of a screening replay (a number above 0)")
 
     @model_validator(mode="before")
     @classmethod

@@ -101,6 +101,10 @@ CONFIGS = [
     (SPACE + LOAD + "sweep: {max_search_seconds: 0}\n", "sweep.max_search_seconds: 0: input should be greater than 0"),
     (SPACE + LOAD + "sweep: {max_search_seconds: soon}\n", "sweep.max_search_seconds: 'soon': input should be a valid number"),
     (SPACE + LOAD + "deploy: {namespace: Not_A_Name}\n", "deploy.namespace:"),
+    (SPACE + LOAD + "sweep: {screen_request_ratio: soon}\n",
+     "sweep.screen_request_ratio: 'soon': give auto, off or the requests per client of a screening replay (a number above 0)"),
+    (SPACE + LOAD + "sweep: {screen_request_ratio: 2}\n",
+     "sweep.screen_request_ratio: 2 must be below workload.num_request_ratio (2), the requests per client of a full replay"),
 ]
 
 

@@ -57,6 +57,7 @@ def test_only_costly_closed_loop_replays_are_screened():
     assert screening.screen_fields(on, {**big, "enable_throughput_scaling": True}) == {}  # a Planner reacts to the length
     assert screening.screen_fields(config(), big) == {"screen_request_ratio": 2.0}  # auto: 2 per client
     assert screening.screen_fields(config(screen_request_ratio="off"), big) == {}
+    assert config(screen_request_ratio=False).sweep.screen_request_ratio == "off"  # YAML reads a bare `off` as false
     screened = {**big, "screen_request_ratio": 2.0}
     assert screening.full_candidate(screened) == big and screening.request_ratio(on, screened) == 2.0
     assert screening.request_ratio(on, big) == 10.0

@@ -41,3 +41,6 @@ def test_screened_candidates_guide_the_study_and_only_full_replays_are_the_answe
     again = CountingPool()
     resumed = run_smart_search(config, results_dir=tmp_path, pool=again)
     assert again.replayed == [] and [c.key for c in resumed.ledger] == [c.key for c in results.ledger]
+
+    fresh = run_smart_search(config, results_dir=tmp_path / "again")  # a seeded search repeats its ledger
+    assert [(c.key, c.status, c.objectives) for c in fresh.ledger] == [(c.key, c.status, c.objectives) for c in results.ledger]
