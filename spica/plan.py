@@ -24,7 +24,9 @@ from spica.core.goals import GOALS
 from spica.planner.policies import filter_scaling_policies, is_static
 from spica.study.algorithms import ALGORITHMS
 
-PLAN_FORMAT = 1
+PLAN_FORMAT = 2
+"""Bumped when a plan's fields would score otherwise than when it was written: 2, screening's
+default (sweep.screen_request_ratio: auto), which a plan of format 1 leaves out and never ran with."""
 VERSIONED_PACKAGES = (
     "spica",
     "ai-dynamo",

@@ -129,10 +129,19 @@ def _selection_legend(figure: Figure, selected: Sequence[Candidate], objectives:
         figure.subplots_adjust(bottom=0.1 + 0.026 * len(lines))
 
 
-def _scalar(axes: Axes, scored: list[Candidate], unscored: list[Candidate], objective: str, selected: Sequence[Candidate]) -> None:
+def _screened(axes: Axes, screened: Sequence[Candidate], x_of: Coordinate, y_of: Coordinate) -> None:
+    """Screening replays (docs/search.md step 5): what the study learnt from, faint under the answer."""
+    if screened:
+        axes.scatter([x_of(c) for c in screened], [y_of(c) for c in screened], marker=".", color="0.75", s=18,
+                     label=f"screened: a shorter replay, not the answer ({len(screened)})", zorder=0)
+
+
+def _scalar(axes: Axes, scored: list[Candidate], unscored: list[Candidate], objective: str, selected: Sequence[Candidate],
+            screened: Sequence[Candidate] = ()) -> None:
     def score(c: Candidate) -> float:
         return c.objectives[objective]
 
+    _screened(axes, screened, lambda c: c.used_gpus, score)
     values = [score(c) for c in scored]
     low, high = min(values), max(values)
     floor = low - 0.08 * ((high - low) or abs(low) or 1.0)  # the failure strip, under every score
@@ -168,7 +177,8 @@ def _against_sla(axes: Axes, candidates: Sequence[Candidate], metric: str, bound
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
-def _pareto(axes: Axes, scored: list[Candidate], unscored: list[Candidate], objectives: Sequence[str], selected: Sequence[Candidate]) -> None:
+def _pareto(axes: Axes, scored: list[Candidate], unscored: list[Candidate], objectives: Sequence[str], selected: Sequence[Candidate],
+            screened: Sequence[Candidate] = ()) -> None:
     x_name, y_name = objectives[0], objectives[1]
 
     def x_of(c: Candidate) -> float:
@@ -177,6 +187,7 @@ def _pareto(axes: Axes, scored: list[Candidate], unscored: list[Candidate], obje
     def y_of(c: Candidate) -> float:
         return c.objectives[y_name]
 
+    _screened(axes, screened, x_of, y_of)
     _scatter_groups(axes, scored, x_of, y_of)
     front = sorted(pareto_front(scored, lambda c: [signed_score(x_name, c.objectives), signed_score(y_name, c.objectives)]), key=x_of)
     axes.plot([x_of(c) for c in front], [y_of(c) for c in front], color="black", linewidth=1.2, linestyle="--",
@@ -213,7 +224,8 @@ def results_figure(
     axes = figure.add_subplot()
     axes.set_title(title, fontsize=12)
     scored = [c for c in candidates if _plottable(c, plotted)]
-    unscored = [c for c in candidates if not _plottable(c, plotted)]
+    screened = [c for c in candidates if c.status == "screened" and all(name in c.objectives for name in plotted)]
+    unscored = [c for c in candidates if not _plottable(c, plotted) and c not in screened]
     if sla_line is not None and not pareto and any(sla_line[0] in c.metrics for c in candidates):
         _against_sla(axes, candidates, *sla_line, selected)
         axes.grid(True, alpha=0.3)
@@ -225,9 +237,9 @@ def results_figure(
         _nothing_to_plot(axes, candidates)
         return figure
     if pareto:
-        _pareto(axes, scored, unscored, plotted, selected)
+        _pareto(axes, scored, unscored, plotted, selected, screened)
     else:
-        _scalar(axes, scored, unscored, plotted[0], selected)
+        _scalar(axes, scored, unscored, plotted[0], selected, screened)
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8, loc="best", framealpha=0.85)
     _selection_legend(figure, selected, plotted)

@@ -54,13 +54,18 @@ class Feeder:
         self._feed()
         return futures
 
+    def drop_held(self) -> None:
+        """Cancel what is held, and go on taking replays (a search's confirmations, after its rounds)."""
+        with self._lock:
+            held, self._held = self._held, []
+        for *_, future in held:
+            future.cancel()
+
     def close(self) -> None:
         """Hand nothing more to the pool; what is held is cancelled."""
         with self._lock:
             self._closed = True
-            held, self._held = self._held, []
-        for *_, future in held:
-            future.cancel()
+        self.drop_held()
 
     def _feed(self) -> None:
         while True:

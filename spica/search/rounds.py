@@ -56,6 +56,7 @@ ASK_CAP_PER_SLOT = 11
 
 
 GRACE_SHARE = 0.1  # of the time budget: how long replays running when it runs out may still finish
+CONFIRM_TAG = "confirmations"  # the feeder's tag for them: one queue, handed out in the order asked
 CONFIRM_SHARE = 0.35
 """Of the time budget, with screening: the last part, left to replay in full the screened candidates
 that may be on the answer (asking stops there once something was screened)."""
@@ -164,7 +165,8 @@ class RoundLoop:
         self.out_of_time = False  # the budget ran out: no more asks
         screens = sweep.screen_request_ratio != "off"
         self.confirm_from = deadline - CONFIRM_SHARE * (sweep.max_search_seconds or 0.0) if screens and deadline is not None else None
-        self._confirming: dict[Future, tuple[Candidate, str, dict[str, Any]]] = {}
+        self.confirming = False  # asking stopped for the confirmations (with a time budget)
+        self._confirming: dict[Future, tuple[Candidate, dict[str, Any], str]] = {}
         self.ended_replays = 0  # replays dropped or ended by the budget, not measured
 
     def run(self) -> list[Candidate]:
@@ -176,7 +178,7 @@ class RoundLoop:
     def _replay_time_left(self, name: str) -> float:
         """A branch's replay seconds still to come, estimated: its suggestions not yet back times
         its mean replay so far (the search's, before any of its own). 0 where the rounds are open."""
-        if self._suggestions_per_branch is None:
+        if self._suggestions_per_branch is None or name not in self._replays_back:  # confirmations: in the order asked
             return 0.0
         count, seconds = self._replays_back[name]
         if not count:
@@ -206,10 +208,10 @@ class RoundLoop:
             for branch in sorted({id(b): b for b in touched}.values(), key=lambda b: b.order):
                 self._advance(branch)
             self._note_finishing(branches)
-        if self.out_of_time:
+        if self.out_of_time or self.confirming:
             for branch in branches:
                 self._tell_measured(branch)
-        else:
+        if not self.out_of_time:
             self._confirm()
         self.finished_at = time.time()
         return [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
@@ -237,6 +239,16 @@ class RoundLoop:
         moment = self.grace_until if self.out_of_time else self.deadline
         return max(0.0, moment - time.monotonic())
 
+    def _stop_for_confirmations(self) -> None:
+        """CONFIRM_SHARE of the budget is left: no branch asks again, and the replays not yet started
+        are dropped (they come back cancelled, unmeasured), so the confirmations start once those
+        running are back."""
+        self.confirming = True
+        for branch in self._branches:
+            branch.done = True
+        self._feeder.drop_held()
+        self._note_finishing(self._branches)
+
     def _stop_asking(self) -> None:
         """The budget ran out: no branch asks again, and replays not yet started are dropped."""
         self.out_of_time = True
@@ -255,44 +267,47 @@ class RoundLoop:
 
     def _confirm(self) -> None:
         """docs/search.md step 5, the rounds over: the screened candidates that may be on the answer
-        (spica/evaluation/screening.py), replayed in full, most promising first; each enters the
-        ledger beside its screening row. No study learns from them: the answer is made of them."""
-        measured = [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
-        chosen = to_confirm(self.plan.config.goal.objectives, measured)
-        if not chosen:
-            return
+        (spica/evaluation/screening.py) replayed in full, the most promising first, in waves until
+        none is left: a full replay that falls short may uncover a screened candidate it hid. Each
+        enters the ledger after the last round. No study learns from them: the answer is made of them."""
+        ledger = [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
         order = {search.branch.name: position for position, search in enumerate(self.searches)}
-        last_round = max(entry[0][0] for entry in self._ledger)
-        todo = [(screened, full_candidate(screened.unrolled)) for screened in chosen]
-        todo = [(screened, unrolled, candidate_key(unrolled)) for screened, unrolled in todo]
-        self.idle.phase("finishing")
-        for name in order:
-            fresh = [(screened, unrolled, key) for screened, unrolled, key in todo if screened.branch == name and key not in self.measured]
+        last_round = max((entry[0][0] for entry in self._ledger), default=0)
+        confirmed: dict[str, Candidate] = {}  # screened key → its full replay
+        while not self.out_of_time:
+            view = [confirmed.get(candidate.key, candidate) for candidate in ledger]
+            wave = [(screened, full_candidate(screened.unrolled)) for screened in to_confirm(self.plan.config.goal.objectives, view)]
+            wave = [(screened, unrolled, candidate_key(unrolled)) for screened, unrolled in wave]
+            if not wave:
+                return
+            fresh = [entry for entry in wave if entry[2] not in self.measured]
             if fresh:
-                futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for _, unrolled, _ in fresh], name)
+                self.meter.total += len(fresh)
+                futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for _, unrolled, _ in fresh], CONFIRM_TAG)
                 for future, entry in zip(futures, fresh):
                     self.clock.watch(future)
                     self.idle.handed_out(future)
                     self._confirming[future] = entry
-        while self._confirming:
-            done = self._next_done(self._confirming)
-            if done is None:
-                break
-            for future in done:
-                screened, unrolled, key = self._confirming.pop(future)
-                self.clock.forget(future)
-                if future.cancelled():
-                    self.ended_replays += 1
-                    continue
-                candidate = _candidate(self.plan, screened.branch, screened.round, key, unrolled, outcome(future))
-                self.measured[key] = candidate
-                if self.journal:
-                    self.journal.append(candidate)
-                self.meter.update(screened.round + 1, candidate)
-        for position, (screened, _, key) in enumerate(todo):
-            if key in self.measured:
-                self._ledger.append(((last_round + 1, order[screened.branch], position), self.measured[key]))
-                self.tally.add(self.measured[key].status)
+            while self._confirming:
+                done = self._next_done(self._confirming)
+                if done is None:
+                    break
+                for future in done:
+                    screened, unrolled, key = self._confirming.pop(future)
+                    self.clock.forget(future)
+                    if future.cancelled():
+                        self.ended_replays += 1
+                        continue
+                    candidate = _candidate(self.plan, screened.branch, screened.round, key, unrolled, outcome(future))
+                    self.measured[key] = candidate
+                    if self.journal:
+                        self.journal.append(candidate)
+                    self.meter.update(screened.round + 1, candidate)
+            for screened, _, key in wave:
+                if key in self.measured:  # else ended by the budget, which also ends the waves
+                    self._ledger.append(((last_round + 1, order[screened.branch], len(confirmed)), self.measured[key]))
+                    confirmed[screened.key] = self.measured[key]
+                    self.tally.add(self.measured[key].status)
 
     def _tell_measured(self, branch: _Branch) -> None:
         """After the budget: every suggestion measured enters the ledger, in due order; those
@@ -314,8 +329,8 @@ class RoundLoop:
         while True:
             if not self.out_of_time and self._past(self.deadline):
                 self._stop_asking()  # the budget ran out between two replays
-            if not branch.done and self._past(self.confirm_from) and any(c.status == "screened" for c in self.measured.values()):
-                branch.done = True  # the rest of the budget is the confirmations'; its replays still come back and are told
+            if not self.confirming and self._past(self.confirm_from) and any(c.status == "screened" for c in self.measured.values()):
+                self._stop_for_confirmations()
             if not branch.done and all(item.due > branch.next_ask for item in branch.untold):
                 self._ask_next(branch)
             elif branch.untold and branch.untold[0].key in self.measured:

@@ -94,3 +94,17 @@ def test_a_plan_holding_policies_its_goal_cannot_use_is_refused(config, tmp_path
     path.write_text(yaml.safe_dump({"fingerprint": _fingerprint(data), **data}))
     with pytest.raises(PlanError, match="holds policies its goal cannot use; recompile it"):
         load_plan(path)
+
+
+def test_a_plan_written_before_screening_is_refused_not_run_with_it(config, tmp_path):
+    """Format 1 plans never screened; run today they would (sweep.screen_request_ratio: auto)."""
+    path = compile_plan(config).write(tmp_path / "plan.yaml")
+    data = yaml.safe_load(path.read_text())
+    data["config"]["sweep"].pop("screen_request_ratio")
+    data["plan_format"] = 1
+    from spica.plan import _fingerprint
+
+    data.pop("fingerprint")
+    path.write_text(yaml.safe_dump({"fingerprint": _fingerprint(data), **data}))
+    with pytest.raises(PlanError, match="plan_format 1 is not 2; recompile it"):
+        load_plan(path)

@@ -77,3 +77,14 @@ def test_a_screen_that_cannot_shorten_the_replay_is_refused(sweep, workload, mes
     with pytest.raises(ConfigError) as caught:
         SmartSearchConfig.from_mapping(data)
     assert any(message in line for line in caught.value.lines)
+
+
+def test_nothing_is_screened_where_latencies_judge_the_answer():
+    big = {"concurrency": 4000, "router_mode": "round_robin"}
+    data = config().model_dump(mode="json")
+    for goal in ({"target": "ttft"}, {"target": "throughput_per_gpu", "sla": {"ttft_ms": 500.0}},
+                 {"target": "pareto", "pareto_objectives": ["throughput_per_gpu", "e2e_latency"]}):
+        workload = {k: v for k, v in data["workload"].items() if v is not None} | ({"kv_load_ratio": 0.5} if goal["target"] != "pareto" else {})
+        searched = SmartSearchConfig.from_mapping({**data, "workload": workload, "goal": goal})
+        assert screening.judges_latency(searched) and screening.screen_fields(searched, big) == {}
+    assert not screening.judges_latency(config())

@@ -62,6 +62,22 @@ def test_closing_cancels_what_is_held_and_feeds_nothing_more():
     assert first.result(timeout=0) == "done x" and pool.started == ["x", "y"]
 
 
+def test_dropping_what_is_held_cancels_it_and_keeps_feeding_what_comes_next():
+    """A screened search's confirmations (docs/search.md step 5): the rounds' held replays are
+    dropped, and the confirmations then go to the workers as they free up."""
+    pool = _HandPool(workers=2)
+    feeder = Feeder(pool, lambda tag: 0.0)
+    first, _, held = feeder.submit(str, ["x", "y", "z"], "agg")
+    feeder.drop_held()
+    assert held.cancelled() and not first.cancelled()
+    (confirmation,) = feeder.submit(str, ["c"], "confirmations")
+    assert pool.started == ["x", "y"]  # both workers busy: held
+    pool.finish("x")
+    assert pool.started == ["x", "y", "c"] and first.result(timeout=0) == "done x"
+    pool.finish("c")
+    assert confirmation.result(timeout=0) == "done c"
+
+
 def test_a_dead_pool_reaches_the_loop_through_the_future():
     class _Dead(_HandPool):
         def submit(self, fn, items):
