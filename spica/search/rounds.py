@@ -192,29 +192,34 @@ class RoundLoop:
         for branch in branches:
             self._advance(branch)
         self._note_finishing(branches)
-        while self._inflight:
+        while self._inflight and not self.confirming:
             done = self._next_done(self._inflight)
             if done is None:
                 break
-            touched = []
-            for future in done:
-                branch, current, key, unrolled = self._inflight.pop(future)
-                self.clock.forget(future)
-                if future.cancelled():  # held back when the budget ran out: never started
-                    self.ended_replays += 1
-                    continue
-                self._record(current, key, unrolled, outcome(future))
-                touched.append(branch)
-            for branch in sorted({id(b): b for b in touched}.values(), key=lambda b: b.order):
-                self._advance(branch)
-            self._note_finishing(branches)
+            self._rounds_back(done)
+            self._confirm_if_due()
+        if not self.out_of_time:
+            self._confirm()  # the rounds' replays still running come back meanwhile
         if self.out_of_time or self.confirming:
             for branch in branches:
                 self._tell_measured(branch)
-        if not self.out_of_time:
-            self._confirm()
         self.finished_at = time.time()
         return [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
+
+    def _rounds_back(self, done: list[Future]) -> None:
+        """The rounds' replays back: recorded, and each branch stepped as far as they allow."""
+        touched = []
+        for future in done:
+            branch, current, key, unrolled = self._inflight.pop(future)
+            self.clock.forget(future)
+            if future.cancelled():  # held back when the budget ran out: never started
+                self.ended_replays += 1
+                continue
+            self._record(current, key, unrolled, outcome(future))
+            touched.append(branch)
+        for branch in sorted({id(b): b for b in touched}.values(), key=lambda b: b.order):
+            self._advance(branch)
+        self._note_finishing(self._branches)
 
     def _next_done(self, running: Mapping[Future, Any]) -> list[Future] | None:
         """The replays of `running` back since the last call, in submission order; [] when the
@@ -237,12 +242,18 @@ class RoundLoop:
         if self.deadline is None:
             return None
         moment = self.grace_until if self.out_of_time else self.deadline
+        if self.confirm_from is not None and not self.confirming and time.monotonic() < self.confirm_from:
+            moment = self.confirm_from
         return max(0.0, moment - time.monotonic())
+
+    def _confirm_if_due(self) -> None:
+        if not self.confirming and self._past(self.confirm_from) and any(c.status == "screened" for c in self.measured.values()):
+            self._stop_for_confirmations()
 
     def _stop_for_confirmations(self) -> None:
         """CONFIRM_SHARE of the budget is left: no branch asks again, and the replays not yet started
-        are dropped (they come back cancelled, unmeasured), so the confirmations start once those
-        running are back."""
+        are dropped (they come back cancelled, unmeasured); the confirmations start at once, beside
+        the replays still running."""
         self.confirming = True
         for branch in self._branches:
             branch.done = True
@@ -266,20 +277,23 @@ class RoundLoop:
         self._confirming.clear()
 
     def _confirm(self) -> None:
-        """docs/search.md step 5, the rounds over: the screened candidates that may be on the answer
-        (spica/evaluation/screening.py) replayed in full, the most promising first, in waves until
-        none is left: a full replay that falls short may uncover a screened candidate it hid. Each
-        enters the ledger after the last round. No study learns from them: the answer is made of them."""
+        """docs/search.md step 5, the rounds over (or, with a budget, stopped for this): the screened
+        candidates that may be on the answer (spica/evaluation/screening.py) replayed in full, the
+        most promising first, in waves until none is left: a full replay that falls short may
+        uncover a screened candidate it hid. Each enters the ledger after the last round. No study
+        learns from them: the answer is made of them. Rounds' replays still running are taken
+        back meanwhile."""
         ledger = [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
         order = {search.branch.name: position for position, search in enumerate(self.searches)}
-        last_round = max((entry[0][0] for entry in self._ledger), default=0)
+        asked = [item.ask.slot.round for branch in self._branches for item in branch.untold]
+        last_round = max([entry[0][0] for entry in self._ledger] + asked, default=0)
         confirmed: dict[str, Candidate] = {}  # screened key → its full replay
         while not self.out_of_time:
             view = [confirmed.get(candidate.key, candidate) for candidate in ledger]
             wave = [(screened, full_candidate(screened.unrolled)) for screened in to_confirm(self.plan.config.goal.objectives, view)]
             wave = [(screened, unrolled, candidate_key(unrolled)) for screened, unrolled in wave]
             if not wave:
-                return
+                break
             fresh = [entry for entry in wave if entry[2] not in self.measured]
             if fresh:
                 self.meter.total += len(fresh)
@@ -289,10 +303,11 @@ class RoundLoop:
                     self.idle.handed_out(future)
                     self._confirming[future] = entry
             while self._confirming:
-                done = self._next_done(self._confirming)
+                done = self._next_done({**self._inflight, **self._confirming})
                 if done is None:
                     break
-                for future in done:
+                self._rounds_back([future for future in done if future in self._inflight])
+                for future in (future for future in done if future in self._confirming):
                     screened, unrolled, key = self._confirming.pop(future)
                     self.clock.forget(future)
                     if future.cancelled():
@@ -308,6 +323,11 @@ class RoundLoop:
                     self._ledger.append(((last_round + 1, order[screened.branch], len(confirmed)), self.measured[key]))
                     confirmed[screened.key] = self.measured[key]
                     self.tally.add(self.measured[key].status)
+        while self._inflight:
+            done = self._next_done(self._inflight)
+            if done is None:
+                break
+            self._rounds_back(done)
 
     def _tell_measured(self, branch: _Branch) -> None:
         """After the budget: every suggestion measured enters the ledger, in due order; those
@@ -329,8 +349,7 @@ class RoundLoop:
         while True:
             if not self.out_of_time and self._past(self.deadline):
                 self._stop_asking()  # the budget ran out between two replays
-            if not self.confirming and self._past(self.confirm_from) and any(c.status == "screened" for c in self.measured.values()):
-                self._stop_for_confirmations()
+            self._confirm_if_due()
             if not branch.done and all(item.due > branch.next_ask for item in branch.untold):
                 self._ask_next(branch)
             elif branch.untold and branch.untold[0].key in self.measured:

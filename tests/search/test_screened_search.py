@@ -4,6 +4,7 @@ the screened candidates near the best are replayed in full, and only full replay
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 
 import pytest
 from results_checks import check_results_folder
@@ -11,6 +12,7 @@ from results_checks import check_results_folder
 from spica.evaluation import screening
 from spica.results.table import format_results
 from spica.search import run_smart_search
+from spica.search.pool import InlinePool
 from spica.search.unroll import candidate_key
 
 from tests.search.test_search import CountingPool, small
@@ -44,3 +46,36 @@ def test_screened_candidates_guide_the_study_and_only_full_replays_are_the_answe
 
     fresh = run_smart_search(config, results_dir=tmp_path / "again")  # a seeded search repeats its ledger
     assert [(c.key, c.status, c.objectives) for c in fresh.ledger] == [(c.key, c.status, c.objectives) for c in results.ledger]
+
+
+class _RoundsStallPool(InlinePool):
+    """The real in-process pool, except that every screening replay after the first `finishing`
+    stays running (a replay far longer than the budget): confirmations must not wait for them."""
+
+    def __init__(self, finishing: int):
+        self.finishing, self.stalled = finishing, []
+
+    def submit(self, fn, items):
+        futures = []
+        for item in items:
+            if "screen_request_ratio" in item[1] and self.finishing == 0:
+                self.stalled.append(Future())
+                futures.append(self.stalled[-1])
+                continue
+            self.finishing -= "screen_request_ratio" in item[1]
+            futures += super().submit(fn, [item])
+        return futures
+
+
+def test_with_a_budget_confirmations_start_beside_round_replays_still_running(tmp_path, monkeypatch):
+    monkeypatch.setattr(screening, "MIN_SCREENED_REQUESTS", 1)
+    config = small(workload={"num_request_ratio": 3}, sweep={"screen_request_ratio": 1, "max_rounds": 6, "max_search_seconds": 20})
+    pool = _RoundsStallPool(finishing=4)
+    results = run_smart_search(config, results_dir=tmp_path, pool=pool)
+    assert pool.stalled  # rounds' replays were still running when confirmation began
+    screened = [c for c in results.ledger if c.status == "screened"]
+    assert len(screened) == 4
+    wanted = {candidate_key(screening.full_candidate(c.unrolled)) for c in screening.to_confirm(config.goal.objectives, results.ledger)}
+    feasible = {c.key for c in results.ledger if c.feasible}
+    assert wanted and wanted <= feasible  # every screened one near the answer was replayed in full, within the budget
+    assert list(results) and {c.key for c in results} <= feasible
