@@ -225,7 +225,7 @@ def results_figure(
     axes.set_title(title, fontsize=12)
     scored = [c for c in candidates if _plottable(c, plotted)]
     screened = [c for c in candidates if c.status == "screened" and all(name in c.objectives for name in plotted)]
-    unscored = [c for c in candidates if not _plottable(c, plotted) and c not in screened]
+    unscored = [c for c in candidates if not _plottable(c, plotted) and c.status != "screened"]
     if sla_line is not None and not pareto and any(sla_line[0] in c.metrics for c in candidates):
         _against_sla(axes, candidates, *sla_line, selected)
         axes.grid(True, alpha=0.3)
