@@ -227,6 +227,8 @@ class RoundLoop:
         None once the grace ran out too (what still runs is ended)."""
         done, _ = wait(list(running), timeout=self._until_next_stop(), return_when=FIRST_COMPLETED)
         if not done and self._past(self.grace_until):
+            if not self.out_of_time:  # the wait outlasted the deadline and the grace at once
+                self._stop_asking()
             self._end_running()
             return None
         if self._past(self.deadline) and not self.out_of_time:
@@ -282,18 +284,23 @@ class RoundLoop:
         most promising first, in waves until none is left: a full replay that falls short may
         uncover a screened candidate it hid. Each enters the ledger after the last round. No study
         learns from them: the answer is made of them. Rounds' replays still running are taken
-        back meanwhile."""
-        ledger = [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
+        back meanwhile, and each wave is drawn from the ledger as it stands (with a budget, a
+        screened row back from the rounds late is confirmed too)."""
         order = {search.branch.name: position for position, search in enumerate(self.searches)}
         asked = [item.ask.slot.round for branch in self._branches for item in branch.untold]
         last_round = max([entry[0][0] for entry in self._ledger] + asked, default=0)
         confirmed: dict[str, Candidate] = {}  # screened key → its full replay
         while not self.out_of_time:
+            ledger = [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
             view = [confirmed.get(candidate.key, candidate) for candidate in ledger]
             wave = [(screened, full_candidate(screened.unrolled)) for screened in to_confirm(self.plan.config.goal.objectives, view)]
             wave = [(screened, unrolled, candidate_key(unrolled)) for screened, unrolled in wave]
-            if not wave:
-                break
+            if not wave:  # none to confirm now; rounds' replays still running may bring some
+                done = self._next_done(self._inflight) if self._inflight else None
+                if done is None:
+                    break
+                self._rounds_back(done)
+                continue
             fresh = [entry for entry in wave if entry[2] not in self.measured]
             if fresh:
                 self.meter.total += len(fresh)

@@ -79,3 +79,39 @@ def test_with_a_budget_confirmations_start_beside_round_replays_still_running(tm
     feasible = {c.key for c in results.ledger if c.feasible}
     assert wanted and wanted <= feasible  # every screened one near the answer was replayed in full, within the budget
     assert list(results) and {c.key for c in results} <= feasible
+
+
+class _LateScreenPool(InlinePool):
+    """The real in-process pool, except that the screening replay after the first `finishing` is
+    held, and comes back only when the first confirmation is handed out."""
+
+    def __init__(self, finishing: int):
+        self.finishing, self.held, self.late = finishing, None, None
+
+    def submit(self, fn, items):
+        futures = []
+        for item in items:
+            screens = "screen_request_ratio" in item[1]
+            if screens and self.finishing == 0 and self.held is None:
+                self.held = (Future(), fn, item)
+                futures.append(self.held[0])
+                continue
+            if not screens and self.held is not None and self.late is None:  # a confirmation: the held replay returns
+                future, held_fn, held_item = self.held
+                self.late = candidate_key(held_item[1])
+                future.set_result(held_fn(held_item))
+            self.finishing -= screens
+            futures += super().submit(fn, [item])
+        return futures
+
+
+def test_with_a_budget_a_screened_row_back_during_confirmation_is_confirmed_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(screening, "MIN_SCREENED_REQUESTS", 1)
+    config = small(workload={"num_request_ratio": 3}, sweep={"screen_request_ratio": 1, "max_rounds": 6, "max_search_seconds": 20})
+    pool = _LateScreenPool(finishing=5)
+    results = run_smart_search(config, results_dir=tmp_path, pool=pool)
+    late = next(c for c in results.ledger if c.key == pool.late)
+    twin = candidate_key(screening.full_candidate(late.unrolled))
+    others = [c for c in results.ledger if c.key != twin]
+    assert late.status == "screened" and late in screening.to_confirm(config.goal.objectives, others)  # it came back near the answer
+    assert twin in {c.key for c in results.ledger}  # and was replayed in full
