@@ -48,31 +48,41 @@ def test_screened_candidates_guide_the_study_and_only_full_replays_are_the_answe
     assert [(c.key, c.status, c.objectives) for c in fresh.ledger] == [(c.key, c.status, c.objectives) for c in results.ledger]
 
 
-class _RoundsStallPool(InlinePool):
-    """The real in-process pool, except that every screening replay after the first `finishing`
-    stays running (a replay far longer than the budget): confirmations must not wait for them."""
+class _HoldingPool(InlinePool):
+    """The real in-process pool, except that every screening replay after the first `finishing` is
+    held (a replay far longer than the budget); with `release`, only the first is, and it comes
+    back when the first confirmation is handed out."""
 
-    def __init__(self, finishing: int):
-        self.finishing, self.stalled = finishing, []
+    def __init__(self, finishing: int, release: bool = False):
+        self.finishing, self.release, self.held, self.late = finishing, release, [], None
 
     def submit(self, fn, items):
         futures = []
         for item in items:
-            if "screen_request_ratio" in item[1] and self.finishing == 0:
-                self.stalled.append(Future())
-                futures.append(self.stalled[-1])
+            screens = "screen_request_ratio" in item[1]
+            if screens and self.finishing == 0 and not (self.release and self.held):
+                self.held.append((Future(), fn, item))
+                futures.append(self.held[-1][0])
                 continue
-            self.finishing -= "screen_request_ratio" in item[1]
+            if not screens and self.release and self.held and self.late is None:  # a confirmation: the held replay returns
+                future, held_fn, held_item = self.held[0]
+                self.late = candidate_key(held_item[1])
+                future.set_result(held_fn(held_item))
+            self.finishing -= screens
             futures += super().submit(fn, [item])
         return futures
 
 
-def test_with_a_budget_confirmations_start_beside_round_replays_still_running(tmp_path, monkeypatch):
+def _budgeted_search(tmp_path, monkeypatch, pool):
     monkeypatch.setattr(screening, "MIN_SCREENED_REQUESTS", 1)
     config = small(workload={"num_request_ratio": 3}, sweep={"screen_request_ratio": 1, "max_rounds": 6, "max_search_seconds": 20})
-    pool = _RoundsStallPool(finishing=4)
-    results = run_smart_search(config, results_dir=tmp_path, pool=pool)
-    assert pool.stalled  # rounds' replays were still running when confirmation began
+    return config, run_smart_search(config, results_dir=tmp_path, pool=pool)
+
+
+def test_with_a_budget_confirmations_start_beside_round_replays_still_running(tmp_path, monkeypatch):
+    pool = _HoldingPool(finishing=4)
+    config, results = _budgeted_search(tmp_path, monkeypatch, pool)
+    assert pool.held  # rounds' replays were still running when confirmation began
     screened = [c for c in results.ledger if c.status == "screened"]
     assert len(screened) == 4
     wanted = {candidate_key(screening.full_candidate(c.unrolled)) for c in screening.to_confirm(config.goal.objectives, results.ledger)}
@@ -81,35 +91,9 @@ def test_with_a_budget_confirmations_start_beside_round_replays_still_running(tm
     assert list(results) and {c.key for c in results} <= feasible
 
 
-class _LateScreenPool(InlinePool):
-    """The real in-process pool, except that the screening replay after the first `finishing` is
-    held, and comes back only when the first confirmation is handed out."""
-
-    def __init__(self, finishing: int):
-        self.finishing, self.held, self.late = finishing, None, None
-
-    def submit(self, fn, items):
-        futures = []
-        for item in items:
-            screens = "screen_request_ratio" in item[1]
-            if screens and self.finishing == 0 and self.held is None:
-                self.held = (Future(), fn, item)
-                futures.append(self.held[0])
-                continue
-            if not screens and self.held is not None and self.late is None:  # a confirmation: the held replay returns
-                future, held_fn, held_item = self.held
-                self.late = candidate_key(held_item[1])
-                future.set_result(held_fn(held_item))
-            self.finishing -= screens
-            futures += super().submit(fn, [item])
-        return futures
-
-
 def test_with_a_budget_a_screened_row_back_during_confirmation_is_confirmed_too(tmp_path, monkeypatch):
-    monkeypatch.setattr(screening, "MIN_SCREENED_REQUESTS", 1)
-    config = small(workload={"num_request_ratio": 3}, sweep={"screen_request_ratio": 1, "max_rounds": 6, "max_search_seconds": 20})
-    pool = _LateScreenPool(finishing=5)
-    results = run_smart_search(config, results_dir=tmp_path, pool=pool)
+    pool = _HoldingPool(finishing=5, release=True)
+    config, results = _budgeted_search(tmp_path, monkeypatch, pool)
     late = next(c for c in results.ledger if c.key == pool.late)
     twin = candidate_key(screening.full_candidate(late.unrolled))
     others = [c for c in results.ledger if c.key != twin]
