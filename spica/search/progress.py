@@ -1,6 +1,7 @@
-"""A live progress line while a search runs: round, evaluations done of planned, feasible (and
-screened, spica/evaluation/screening.py) and failed, best so far (or the front's size), elapsed, ETA.
-The best and the front count screening replays too: they are the study's view until confirmed."""
+"""A live progress line while a search runs: round (or the step after the rounds), evaluations
+done of planned, feasible (and screened, spica/evaluation/screening.py) and failed, best so far
+(or the front's size), elapsed, ETA. The best and the front count screening replays too: they
+are the study's view until confirmed."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class Progress:
         self.failed = 0
         self.front: list[list[float]] = []  # pareto: the signed objectives of the front so far
         self.round = 0
+        self.step: str | None = None  # after the rounds: what the search does, in place of the round
         self._tty = self.stream.isatty()
 
     def update(self, round_number: int, candidate: Candidate) -> None:
@@ -46,8 +48,13 @@ class Progress:
             self.front = pareto_front([*self.front, point], lambda values: values)
         new_round = round_number > self.round  # branches run their rounds side by side
         self.round = max(self.round, round_number)
-        if self.enabled and (self._tty or new_round):
+        if self.enabled and (self._tty or new_round or self.step):
             self._emit()
+
+    def begin(self, step: str) -> None:
+        """A step after the rounds (screening's confirmations): it names the line from now on, and
+        piped output gets a line per evaluation in it, as no new round will come to print one."""
+        self.step = step
 
     def phase(self, name: str) -> None:
         """What the search does before its first evaluation, on a terminal only (redrawn in place,
@@ -70,7 +77,7 @@ class Progress:
             best = f"best {shown:,.2f} {self.target[0]}" if shown is not None else "best -"
         screened = f", {self.screened} screened" if self.screened else ""
         return (
-            f"round {self.round} | {self.done}/{self.total} evaluations, {self.feasible} feasible{screened}, {self.failed} failed | {best} | "
+            f"{self.step or f'round {self.round}'} | {self.done}/{self.total} evaluations, {self.feasible} feasible{screened}, {self.failed} failed | {best} | "
             f"elapsed {elapsed:,.0f}s | ETA {max(remaining, 0):,.0f}s{budget}"
         )
 

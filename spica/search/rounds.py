@@ -303,6 +303,7 @@ class RoundLoop:
                 continue
             fresh = [entry for entry in wave if entry[2] not in self.measured]
             if fresh:
+                self.meter.begin("confirming in full")
                 self.meter.total += len(fresh)
                 futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for _, unrolled, _ in fresh], CONFIRM_TAG)
                 for future, entry in zip(futures, fresh):

@@ -65,3 +65,18 @@ def test_with_a_time_budget_the_line_says_what_is_left_and_the_eta_never_passes_
     fields = stream.getvalue().strip().split(" | ")
     eta, left = int(fields[-2].removeprefix("ETA ").removesuffix("s")), int(fields[-1].removeprefix("budget ").removesuffix("s left"))
     assert 98 <= left <= 100 and eta == left
+
+
+def test_confirming_in_full_names_the_line_and_prints_each_evaluation_off_a_terminal():
+    stream = io.StringIO()
+    progress = Progress(target=["throughput"], enabled=True, stream=stream, total=3)
+    progress.update(4, _candidate(10.0, "screened"))
+    progress.begin("confirming in full")  # no new round comes now: a line per confirmation instead
+    progress.update(4, _candidate(11.0))
+    progress.update(4, _candidate(9.0))
+    lines = stream.getvalue().splitlines()
+    assert [line.split(" | ")[:2] for line in lines] == [
+        ["spica: round 4", "1/3 evaluations, 0 feasible, 1 screened, 0 failed"],
+        ["spica: confirming in full", "2/3 evaluations, 1 feasible, 1 screened, 0 failed"],
+        ["spica: confirming in full", "3/3 evaluations, 2 feasible, 1 screened, 0 failed"],
+    ]
