@@ -23,6 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from spica.evaluation.score import hypervolume_2d, pareto_front  # noqa: E402
+from spica.evaluation.screening import full_candidate  # noqa: E402
+from spica.search.unroll import candidate_key  # noqa: E402
 
 MEASURED = REPO.parent / "shared" / "data" / "measured" / "glm5_fp8_b200_semianalysis.csv"
 UPSTREAM = REPO / "benchmarks" / "data" / "upstream_glm5_front.csv"
@@ -35,14 +37,17 @@ def read_points(path: Path) -> list[tuple[float, float]]:
     return [(float(row["throughput_per_user_tok_s"]), float(row["throughput_per_gpu_tok_s"])) for row in rows]
 
 
-def spica_front(folder: Path) -> tuple[list[tuple[float, float]], int, int]:
+def spica_front(folder: Path) -> tuple[list[tuple[float, float]], int, int, int]:
     """The front of a results folder's feasible candidates (full replays: a screened row is not
-    one), how many rows its ledger holds and how many of them are screening replays."""
+    one), how many rows its ledger holds, how many of them are screening replays, and how many of
+    those were confirmed (replayed in full too)."""
     rows = json.loads((folder / "ledger.json").read_text())
     points = [tuple(row["objectives"][name] for name in OBJECTIVES) for row in rows
               if row["status"] == "feasible" and all(name in row["objectives"] for name in OBJECTIVES)]
-    screened = sum(row["status"] == "screened" for row in rows)
-    return sorted(pareto_front(points, lambda point: point), key=lambda point: point[0]), len(rows), screened
+    screened = [row for row in rows if row["status"] == "screened"]
+    full = {row["key"] for row in rows if row["status"] != "screened"}
+    confirmed = sum(candidate_key(full_candidate(row["unrolled"])) in full for row in screened)
+    return sorted(pareto_front(points, lambda point: point), key=lambda point: point[0]), len(rows), len(screened), confirmed
 
 
 def main() -> None:
@@ -65,10 +70,11 @@ def main() -> None:
         label, _, folder = run.partition("=")
         if not folder:
             parser.error(f"{run}: give LABEL=DIR")
-        front, replayed, screened = spica_front(Path(folder))
+        front, replayed, screened, confirmed = spica_front(Path(folder))
         volume = round(hypervolume_2d(front, (0, 0)))
-        record["runs"][label] = {"folder": folder, "replayed": replayed, "screened": screened, "hypervolume": volume, "front": front}
-        rows = f"{replayed} rows, {screened} screened" if screened else f"{replayed} candidates"
+        record["runs"][label] = {"folder": folder, "replayed": replayed, "screened": screened, "confirmed": confirmed,
+                                 "hypervolume": volume, "front": front}
+        rows = f"{replayed} rows, {screened} screened, {confirmed} confirmed" if screened else f"{replayed} candidates"
         axes.plot(*zip(*front), marker="o", markersize=4, linewidth=1.6, color=f"C{index}", drawstyle="steps-pre",
                   label=f"Spica, {label}: HV {volume:,} ({rows})")
         print(f"{label}: {rows}, front of {len(front)}, hypervolume {volume:,}")
