@@ -204,6 +204,10 @@ class RoundLoop:
             for branch in branches:
                 self._tell_measured(branch)
         self.finished_at = time.time()
+        return self._ordered_ledger()
+
+    def _ordered_ledger(self) -> list[Candidate]:
+        """The ledger so far in its due order (round, branch, position), whatever order replays came back in."""
         return [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
 
     def _rounds_back(self, done: list[Future]) -> None:
@@ -291,8 +295,7 @@ class RoundLoop:
         last_round = max([entry[0][0] for entry in self._ledger] + asked, default=0)
         confirmed: dict[str, Candidate] = {}  # screened key → its full replay
         while not self.out_of_time:
-            ledger = [candidate for _, candidate in sorted(self._ledger, key=lambda entry: entry[0])]
-            view = [confirmed.get(candidate.key, candidate) for candidate in ledger]
+            view = [confirmed.get(candidate.key, candidate) for candidate in self._ordered_ledger()]
             wave = [(screened, full_candidate(screened.unrolled)) for screened in to_confirm(self.plan.config.goal.objectives, view)]
             wave = [(screened, unrolled, candidate_key(unrolled)) for screened, unrolled in wave]
             if not wave:  # none to confirm now; rounds' replays still running may bring some
