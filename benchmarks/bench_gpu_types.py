@@ -46,7 +46,7 @@ def run(systems: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         path, folder = Path(scratch) / "search.yaml", Path(scratch) / "results"
         path.write_text(json.dumps(config(systems)))  # JSON is YAML
-        command = [str(Path(sys.executable).with_name("spica")), "--config-file", str(path), f"results_dir={folder}"]  # round_robin: no draws kept
+        command = [str(Path(sys.executable).with_name("spica")), "--config-file", str(path), f"results_dir={folder}"]
         launched = time.time()
         ran = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
         wall = time.time() - launched

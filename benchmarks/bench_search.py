@@ -109,12 +109,11 @@ def _scenario(name: str) -> SmartSearchConfig:
 def command(name: str, folder: Path, scratch: Path, **sweep: object) -> list[str]:
     """The `spica` command a user would run for the scenario, its results into `folder`: the app's
     own searches as their overrides, the others as a config file (min_gpus written to `scratch`),
-    with `sweep` as overrides, and no kept draws."""
+    with `sweep` as overrides."""
     spica = [str(Path(sys.executable).with_name("spica"))]
     sweep = ({"max_rounds": GLM5_ROUNDS} if name == "glm5" else {}) | sweep
     overrides = [f"sweep.{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in sweep.items()]
     overrides.append(f"results_dir={folder}")
-    overrides.append("evaluation.draws='off'")  # every kv_router replay drawn and timed; quoted: YAML reads a bare off as false
     if name in APP:
         return spica + APP[name] + overrides
     if name == "min_gpus":

@@ -18,7 +18,6 @@ Writes benchmarks/results/slurm.json.
 
 from __future__ import annotations
 
-import functools
 import json
 import statistics
 import subprocess
@@ -91,7 +90,7 @@ def main() -> None:
         eval_seconds = statistics.mean(candidate.seconds for candidate in measured)
         figures: dict[str, Any] = {"evaluations": len(tasks), "evaluation_seconds_in_process": round(eval_seconds, 3)}
         for workers in (1, 2):
-            pool = ProcessPool(workers, preload=functools.partial(prepare_worker, config.sweep.max_eval_seconds is not None))
+            pool = ProcessPool(workers, preload=prepare_worker)
             run_all(pool, evaluate_task, tasks[:workers])  # workers up and warm, as after a search's first round
             wall = _timed(pool, tasks)["wall"]
             pool.close()

@@ -30,6 +30,7 @@ from typing import Literal, get_args
 
 from spica.core.errors import UserError
 from spica.core.paths import cache_root
+from spica.evaluation import clock
 
 ContainerEngine = Literal["podman", "pyxis"]
 ContainerMode = Literal["self-contained", "shared-fs"]
@@ -37,9 +38,9 @@ ContainerMode = Literal["self-contained", "shared-fs"]
 IMAGE_PYTHON = "/opt/spica/bin/python"  # the self-contained image's venv (Dockerfile)
 IMAGE_USER = "10001:10001"  # its non-root `spica` user (Dockerfile)
 # What a search reads and writes under the cache: KV capacities, timing tables, predictor
-# sub-sweeps, JAX's compiled code, kept kv_router draws. Not the rest of it (the wheel cache,
-# test venvs).
-CACHE_PARTS = ("draws", "jax", "predictors", "space", "timing")
+# sub-sweeps, JAX's compiled code, the held replay clock's library (built on this host: the image
+# has no compiler; spica/evaluation/clock.py). Not the rest of it (the wheel cache, test venvs).
+CACHE_PARTS = ("clock", "jax", "predictors", "space", "timing")
 
 # Environment a job needs inside the container: submitit and SLURM describe the job through
 # these (job id, task rank, requeue), SPICA_* carries Spica's own settings.
@@ -77,6 +78,7 @@ def job_mounts(
     caches = [cache_dir() / part for part in CACHE_PARTS]
     for folder in caches:
         folder.mkdir(parents=True, exist_ok=True)
+    clock.library()  # built here, found there
     code = (Path(__file__).resolve().parents[1], Path(sys.prefix).resolve()) if mode == "shared-fs" else ()
     wanted = {Mount(str(Path(p).resolve()), False) for p in (*reads, *code)}
     wanted |= {Mount(str(Path(p).resolve()), True) for p in (*writes, *caches)}

@@ -21,6 +21,7 @@ from spica.config import ConfigError, SLATarget, SmartSearchConfig
 from spica.config.loading import load_yaml
 from spica.core.errors import UserError
 from spica.core.goals import GOALS
+from spica.evaluation import clock
 from spica.planner.policies import filter_scaling_policies, is_static
 from spica.study.algorithms import ALGORITHMS
 
@@ -88,8 +89,8 @@ class Plan:
     @functools.cached_property
     def scores_fingerprint(self) -> str:
         """What a candidate's measured result depends on beyond the candidate itself (whose
-        unrolled sample is self-contained): the traffic, the goal, the timing mode, the versions
-        and the trace. Sweep settings such as parallel_evals, rounds or the time cap are left
+        unrolled sample is self-contained): the traffic, the goal, the timing mode, the versions,
+        the trace and, with kv_router, the clock its draws read (spica/evaluation/clock.py). Sweep settings such as parallel_evals, rounds or the time cap are left
         out, so changing them keeps every finished result; the seed counts only where it draws
         the traffic (a request-rate workload's arrivals, a length spread's lengths)."""
         config = self.config
@@ -105,6 +106,8 @@ class Plan:
         }
         if self.calibration:  # absent when uncalibrated, so earlier results folders keep their fingerprint
             body["calibration"] = dict(self.calibration)
+        if "kv_router" in config.search_space.router_mode:  # the clock its draws read (absent otherwise, as above)
+            body["replay_clock"] = clock.identity()
         return _fingerprint(body)
 
     def body(self) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def test_an_unknown_executor_is_one_line_listing_the_registered_ones(tmp_path):
 
 def test_the_evaluation_block_is_executor_beside_every_executors_own_keys():
     own = {name for entry in executors.EXECUTORS.values() for name in entry.settings.model_fields}
-    assert set(EvaluationSettings.model_fields) == {"executor", "calibration", "draws"} | own
+    assert set(EvaluationSettings.model_fields) == {"executor", "calibration"} | own
     for name in executors.NAMES:
         assert EvaluationSettings(executor=name).executor == name
 

@@ -62,8 +62,6 @@ def _cmd_run_plan(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(prog="spica run-plan", description="Run a compiled plan exactly.")
     parser.add_argument("plan", help="a plan file written by `spica compile`")
     parser.add_argument("-o", "--output", default=None, help="results folder (default: results/<fingerprint>)")
-    parser.add_argument("--draws", default="cache", help="where kv_router draws are kept and told again: 'cache' "
-                        "(default), a folder (commit it beside the plan), or 'off' to draw afresh")
     args = parser.parse_args(argv)
     try:
         plan = load_plan(args.plan)
@@ -72,7 +70,7 @@ def _cmd_run_plan(argv: Sequence[str]) -> None:
     from spica.search import run_smart_search
 
     with resumable(f"-o {args.output}" if args.output else "the same command"):
-        results = run_smart_search(plan, results_dir=args.output, progress=True, draws=args.draws)
+        results = run_smart_search(plan, results_dir=args.output, progress=True)
     exit_if_nothing_feasible(results)
 
 

@@ -28,7 +28,7 @@ def search_and_report(config: SmartSearchConfig, app: AppSettings, results_dir: 
     with resumable(f"results_dir={results_dir}" if results_dir else "the same command"):
         try:
             results = run_smart_search(config, results_dir=results_dir, pool=pool, progress=True, deploy=app.deploy,
-                                       calibration=app.evaluation.calibration, draws=app.evaluation.draws)
+                                       calibration=app.evaluation.calibration)
         finally:
             if pool is not None:
                 pool.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import BaseModel, ValidationError, create_model, model_validator
 
 from spica.config.deploy import DeploySettings
 from spica.config.errors import ConfigError, format_validation_error
@@ -26,24 +26,14 @@ from spica.config.workload import LOAD_FIELDS, Workload
 
 
 class _Evaluation(Frozen):
-    """Where candidate replays run, the timing calibration they score with, and where kv_router
-    draws are kept. The executor is not part of a plan (it never changes a score): `executor`
-    names a record of spica/config/executors.py; the other keys are every executor's own, flat.
-    `calibration` (a file `spica calibrate` wrote; null: none) changes every score, so the plan
-    records its factors."""
+    """Where candidate replays run, and the timing calibration they score with. The executor is
+    not part of a plan (it never changes a score): `executor` names a record of
+    spica/config/executors.py; the other keys are every executor's own, flat. `calibration` (a
+    file `spica calibrate` wrote; null: none) changes every score, so the plan records its
+    factors."""
 
     executor: str
     calibration: str | None = None
-    draws: str = Field("cache", min_length=1)
-    """Where kv_router draws are kept, so that a search asking for one again is told the same
-    (spica/search/draws.py): "cache" (${SPICA_CACHE_DIR:-~/.cache/spica}/draws), a folder, or "off"."""
-
-    @field_validator("draws", mode="before")
-    @classmethod
-    def _off_as_yaml_reads_it(cls, value: Any) -> Any:
-        """YAML reads `off` (and `no`, `false`) as false: `evaluation.draws=off` after --config-file,
-        or `draws: off` in a file, means "off" and is not refused as a non-string."""
-        return "off" if value is False else value
 
     @model_validator(mode="after")
     def _checked_by_its_executor(self) -> _Evaluation:

@@ -9,5 +9,5 @@ from pathlib import Path
 
 def cache_root() -> Path:
     """${SPICA_CACHE_DIR:-~/.cache/spica}: timing tables, KV capacities, traffic, predictor
-    sub-sweeps, JAX's compiled code, kept kv_router draws, each in a folder of its own."""
+    sub-sweeps, JAX's compiled code, the held replay clock's library, each in a folder of its own."""
     return Path(os.environ.get("SPICA_CACHE_DIR") or Path.home() / ".cache" / "spica")

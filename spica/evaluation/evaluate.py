@@ -105,7 +105,8 @@ def _split(summary: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, floa
     return scalars, clock
 
 
-def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluation:
+def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any], draw: int = 0) -> Evaluation:
+    """`draw`: which draw of a kv_router candidate (0 the search's; spica/search/spread.py)."""
     started = time.perf_counter()
     sweep = config.sweep
     if unrolled.get("kv_load_concurrency_capacity") == 0:
@@ -125,7 +126,7 @@ def evaluate(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> Evaluati
         return Evaluation("failed", f"planner_config: {exc}", seconds=time.perf_counter() - started)
     except (ValueError, KeyError) as exc:
         return Evaluation("failed", f"invalid_deployment: {exc}", seconds=time.perf_counter() - started)
-    outcome = run_replay(call, sweep.max_eval_seconds)
+    outcome = run_replay(call, sweep.max_eval_seconds, draw)
     if overhead:
         outcome = replace(outcome, summary=calibration.shifted_summary(outcome.summary, overhead))
     replay_input = call.to_dict()
@@ -167,20 +168,15 @@ def _rates(config: SmartSearchConfig, view: Unrolled) -> PerGpu:
     return PerGpu(score.per_gpu(config.goal.gpu_hour_price, pools), watts)
 
 
-def evaluate_task(task: tuple[SmartSearchConfig, Mapping[str, Any]]) -> Evaluation:
-    """Pool entry point: one picklable argument."""
-    config, unrolled = task
-    return evaluate(config, unrolled)
+def evaluate_task(task: tuple[SmartSearchConfig, Mapping[str, Any]] | tuple[SmartSearchConfig, Mapping[str, Any], int]) -> Evaluation:
+    """Pool entry point: one picklable argument, (config, unrolled[, draw])."""
+    return evaluate(*task)
 
 
-def prepare_worker(capped: bool) -> None:
+def prepare_worker() -> None:
     """An evaluation worker's start, forked from a forkserver that imported WORKER_IMPORTS
-    (spica/evaluation/replay.py), this module among them: for capped replays, the replay child
-    running, so the first replay of a search does not wait for it. The child is forked from the
-    worker, which has only imported Replay, never run it (the worker's own Rust and JAX state
-    would not survive a fork)."""
-    if capped:
-        capped_worker.fork = True
-        capped_worker.start()
-    else:
-        import dynamo.replay  # noqa: F401
+    (spica/evaluation/replay.py), this module among them: its replay child running, so the first
+    replay of a search does not wait for it. The worker never replays itself (its own Rust and JAX
+    state would not survive a fork)."""
+    capped_worker.fork = True
+    capped_worker.start()

@@ -13,7 +13,17 @@ replay child directly (~10 ms per restart); any other process (a search evaluati
 JAX's threads running) starts it from a ``forkserver`` that imports them (~0.5 s once). The child
 is killed and replaced only when a cap is hit or it dies. It must be started from a non-daemonic
 process (ProcessPoolExecutor workers are fine, multiprocessing.Pool workers are not).
-Uncapped calls (``timeout_s=None``) run in-process.
+Uncapped calls (``timeout_s=None``) run in-process, except in an evaluation worker, which never
+replays itself.
+
+A kv_router replay runs in a child of its own, forked for it alone from a forkserver that has
+only imported WORKER_IMPORTS, with its clock held (spica/evaluation/clock.py). Its router's
+generator is seeded from the clock and from what the process did before: a replay before it in
+the same process gave another result, and so did a child forked from an evaluation worker (three
+workers, three results, each repeating in its own children). An evaluation worker therefore
+starts a forkserver of its own at its first kv_router replay (~0.5 s once). Measured: ~0.1-0.2 s
+more per kv_router replay (the fork and the Rust runtime's first-replay warm-up), and the same
+result in every process, capped or not.
 
 The cap counts the replay child's CPU seconds, not wall seconds, and not a cold timing-table
 build before it (~1-3 s once per shape, done in this process): with more workers than cores each
@@ -39,6 +49,7 @@ from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping
 
 from spica.core.stops import starting_processes
+from spica.evaluation import clock
 from spica.evaluation.deployment import ReplayCall
 from spica.evaluation.timing import materialize_engine_args, mean_token_position
 from spica.evaluation.traffic import STAND_INS, as_trace_call
@@ -58,7 +69,8 @@ class ReplayOutcome:
 
     reason is a category: ``timing_model`` (AIS could not time this shape), ``invalid_input``
     (Replay rejected the deployment or workload), ``replay_error`` / ``replay_panic`` (Replay
-    raised / panicked), ``worker_crashed`` (the capped worker died or could not start), ``timing_cache`` (a timing
+    raised / panicked), ``worker_crashed`` (the capped worker died or could not start), ``replay_clock`` (a
+    kv_router replay's clock could not be held: spica/evaluation/clock.py), ``timing_cache`` (a timing
     table could not be written or read, twice: the cache was removed or the disk is full), ``time_cap`` and
     ``no_completed_requests``. `summary` is Replay's summary (also kept for no_samples).
     """
@@ -74,7 +86,9 @@ WALL_FACTOR = 10
 """A capped replay is also cut after this many times its cap in wall seconds (a hung child)."""
 
 
-def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcome:
+def run_replay(call: ReplayCall, timeout_s: float | None = None, draw: int = 0) -> ReplayOutcome:
+    """`draw`: which replay of a kv_router candidate this is (0 the search's own, 1, 2, ... the
+    spread's), each the same on every run; round_robin replays never read it."""
     started = time.perf_counter()
 
     def outcome(status: Status, summary: Mapping[str, Any] | None = None, reason: str | None = None, message: str | None = None) -> ReplayOutcome:
@@ -95,7 +109,9 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None) -> ReplayOutcom
             return "failed", {}, "timing_cache", _one_line(exc)
         except Exception as exc:  # AIS unavailable for this model/system/backend/shape
             return "failed", {}, "timing_model", _one_line(exc)
-        if timeout_s is None:
+        if kwargs.get("router_mode") == "kv_router":
+            result = capped_worker.run_alone(call.function, call.args, kwargs, timeout_s, draw)
+        elif timeout_s is None and not capped_worker.fork:
             result = _execute(call.function, call.args, kwargs)
         else:
             result = capped_worker.run(call.function, call.args, kwargs, timeout_s)
@@ -152,16 +168,19 @@ def _trace_token_position(path: str, trace_format: str, mtime_ns: int, size: int
 _Result = tuple[Status, dict[str, Any], str | None, str | None]
 
 
-def _execute(function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Result:
-    """Call Replay; every failure becomes a result (a Rust panic surfaces as a BaseException)."""
+def _execute(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], draw: int | None = None) -> _Result:
+    """Call Replay, reading draw `draw`'s clock (None: the real one); every failure becomes a
+    result (a Rust panic surfaces as a BaseException)."""
     import dynamo.replay
     from dynamo.llm import KvRouterConfig
 
     try:
         if kwargs.get("router_config") is not None:
             kwargs = {**kwargs, "router_config": KvRouterConfig(**kwargs["router_config"])}
-        with _off_the_terminal():
+        with _off_the_terminal(), clock.held(draw):
             report = getattr(dynamo.replay, function)(*args, **kwargs)
+    except clock.ClockNotHeld as exc:
+        return "failed", {}, "replay_clock", _one_line(exc)
     except (ValueError, TypeError, KeyError) as exc:
         return "failed", {}, "invalid_input", _one_line(exc)
     except Exception as exc:
@@ -201,40 +220,40 @@ def _off_the_terminal() -> Iterator[None]:
 
 
 class _CappedWorker:
-    """This process's long-lived replay child; replaced after a time cap or a crash."""
+    """This process's replay children: a long-lived one, replaced after a time cap or a crash, and
+    one for each kv_router replay alone."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: Any = None
         self._connection: Connection | None = None
-        self.fork = False  # fork the child from this process (an evaluation worker: see prepare_worker)
+        self.fork = False  # fork the children from this process (an evaluation worker: see prepare_worker)
 
-    def run(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any], cpu_seconds: float) -> _Result | None:
-        """`_execute` in the child; None when it has used `cpu_seconds` of CPU, or WALL_FACTOR
-        times that in wall seconds (the child is then killed)."""
+    def run(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any], cpu_seconds: float | None) -> _Result | None:
+        """`_execute` in the long-lived child; None when it has used `cpu_seconds` of CPU, or
+        WALL_FACTOR times that in wall seconds (the child is then killed)."""
         with self._lock:
             try:
                 connection = self._ensure_started()
             except (EOFError, OSError) as exc:  # e.g. the forkserver was signalled with the whole job
                 return "failed", {}, "worker_crashed", f"replay worker could not start: {_one_line(exc)}"
+            result = _exchange(self._process, connection, (function, args, kwargs, None), cpu_seconds)
+            if result is None or result[2] == "worker_crashed":
+                self._stop()
+            return result
+
+    def run_alone(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any], cpu_seconds: float | None, draw: int) -> _Result | None:
+        """`_execute` of draw `draw`, held (spica/evaluation/clock.py), in a child started for it
+        alone from a forkserver and ended after it; capped as `run`."""
+        with self._lock:
             try:
-                pid = self._process.pid
-                before = _cpu_seconds(pid)
-                sent = time.monotonic()
-                connection.send((function, args, kwargs))
-                while True:
-                    wall = time.monotonic() - sent
-                    used = _cpu_seconds(pid) if before is not None else None
-                    spent = wall if used is None else used - before  # no CPU clock for the child: wall seconds
-                    left = min(cpu_seconds - spent, WALL_FACTOR * cpu_seconds - wall)
-                    if left <= 0:
-                        self._stop()
-                        return None
-                    if connection.poll(left):  # a single-threaded child uses no more CPU than the wall time passed
-                        return connection.recv()
-            except (EOFError, OSError):
-                exit_code = self._stop()
-                return "failed", {}, "worker_crashed", f"replay worker died with exit code {exit_code}"
+                process, connection = self._new_child(alone=True)
+            except (EOFError, OSError) as exc:
+                return "failed", {}, "worker_crashed", f"replay worker could not start: {_one_line(exc)}"
+            try:
+                return _exchange(process, connection, (function, args, kwargs, draw), cpu_seconds)
+            finally:
+                _end(process, connection)
 
     def start(self) -> None:
         """Start the replay child now (an evaluation worker's start), not at the first replay."""
@@ -245,11 +264,17 @@ class _CappedWorker:
         if self._process is not None and self._process.is_alive() and self._connection is not None:
             return self._connection
         self._stop()
-        if self.fork:
+        self._process, self._connection = self._new_child()  # only a started child is ever joined
+        return self._connection
+
+    def _new_child(self, alone: bool = False) -> tuple[Any, Connection]:
+        """A replay child: `alone` (a kv_router draw) always from a forkserver, which has only
+        imported; else forked from this process when it is an evaluation worker."""
+        if self.fork and not alone:
             context = multiprocessing.get_context("fork")
         else:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(list(WORKER_IMPORTS))
+            clock.start_forkserver(WORKER_IMPORTS)
         ours, theirs = context.Pipe()
         process = context.Process(target=_serve, args=(theirs,), daemon=True, name="spica-replay")
         try:
@@ -260,20 +285,47 @@ class _CappedWorker:
             raise
         finally:
             theirs.close()
-        self._process, self._connection = process, ours  # only a started child is ever joined
-        return ours
+        return process, ours
 
     def _stop(self) -> int | None:
         if self._process is None:
             return None
-        if self._process.is_alive():
-            self._process.kill()
-        self._process.join()
-        if self._connection is not None:
-            self._connection.close()
-        exit_code = self._process.exitcode
+        exit_code = _end(self._process, self._connection)
         self._process, self._connection = None, None
         return exit_code
+
+
+def _exchange(process: Any, connection: Connection, call: tuple[Any, ...], cpu_seconds: float | None) -> _Result | None:
+    """Send `call` to a replay child and wait for its result; None once it has used `cpu_seconds`
+    of CPU or WALL_FACTOR times that in wall seconds (no cap: None)."""
+    try:
+        before = _cpu_seconds(process.pid)
+        sent = time.monotonic()
+        connection.send(call)
+        while True:
+            left = None
+            if cpu_seconds is not None:
+                wall = time.monotonic() - sent
+                used = _cpu_seconds(process.pid) if before is not None else None
+                spent = wall if used is None else used - before  # no CPU clock for the child: wall seconds
+                left = min(cpu_seconds - spent, WALL_FACTOR * cpu_seconds - wall)
+                if left <= 0:
+                    return None
+            if connection.poll(left):  # a single-threaded child uses no more CPU than the wall time passed
+                return connection.recv()
+    except (EOFError, OSError):
+        process.join(1.0)
+        return "failed", {}, "worker_crashed", f"replay worker died with exit code {process.exitcode}"
+
+
+def _end(process: Any, connection: Connection | None) -> int | None:
+    """Kill a replay child if it still runs, reap it, and close its pipe; its exit code."""
+    if process.is_alive():
+        process.kill()
+    process.join()
+    if connection is not None:
+        connection.close()
+    return process.exitcode
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -294,10 +346,10 @@ def _serve(connection: Connection) -> None:
     _die_with_parent()
     while True:
         try:
-            function, args, kwargs = connection.recv()
+            function, args, kwargs, draw = connection.recv()
         except (EOFError, OSError):
             return
-        result = _execute(function, args, kwargs)
+        result = _execute(function, args, kwargs, draw)
         try:
             connection.send(result)
         except OSError:  # nobody is waiting for this result any more

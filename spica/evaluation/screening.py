@@ -11,8 +11,9 @@ may be on its answer (spica/search/rounds.py's confirmation step); every ledger 
 it is: a screened one has status "screened" and its `screen_request_ratio` in its config.
 
 Only where it changes nothing but the replay's length: a synthetic closed loop (concurrency or
-kv_load_ratio), at least MIN_SCREENED_REQUESTS requests in full, replays identical run to run
-(no kv_router: its draws are kept per candidate, spica/search/draws.py), no scaling Planner (it
+kv_load_ratio), at least MIN_SCREENED_REQUESTS requests in full, round_robin routing (a short
+kv_router replay is another draw of its router, whose spread would add to what the short replay
+loses; not measured), no scaling Planner (it
 reacts to the replay's length), no SLA and no objective read from latencies (`judges_latency`).
 """
 
@@ -51,9 +52,9 @@ def screen_fields(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> dic
     full = workload.resolved_request_count(unrolled["concurrency"])
     if full is None or full < MIN_SCREENED_REQUESTS or ratio >= float(workload.num_request_ratio):
         return {}
-    varies = unrolled.get("router_mode") == "kv_router"
+    samples = unrolled.get("router_mode") == "kv_router"
     scaled = unrolled.get("enable_throughput_scaling") or unrolled.get("enable_load_scaling")
-    if varies or scaled or judges_latency(config):
+    if samples or scaled or judges_latency(config):
         return {}
     return {FIELD: float(ratio)}
 

@@ -291,7 +291,7 @@ var Spica = (function () {
     candidates.forEach(function (c) { byKey[c.key] = c; });
     var feasible = candidates.filter(function (c) { return c.status === "feasible"; });
     var screened = candidates.filter(function (c) { return c.status === "screened"; });
-    var tally = Object.keys(data.tallies).filter(function (k) { return data.tallies[k] || (k !== "kept_draws" && k !== "screened"); })
+    var tally = Object.keys(data.tallies).filter(function (k) { return data.tallies[k] || k !== "screened"; })
       .map(function (k) { return data.tallies[k] + " " + k.replace(/_/g, " "); }).join(", ");
     var wall = data.timings.wall_seconds;
     app.append(el("header", {},

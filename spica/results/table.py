@@ -19,11 +19,10 @@ COST_COLUMNS = {"min_cost": "cost_per_hour", "cost_per_mtok": "cost_per_mtok"}
 """The cost goals and the candidate metric each one's value is also kept as (spica/evaluation/evaluate.py)."""
 TOP_N = 10
 SPREAD_NOTE = (
-    "±: half the range of the first objective when the same kv_router candidate is replayed again "
-    "(Dynamo's KV router breaks ties without a seed and samples at temperatures above 0; candidate.json has the range); "
-    "round_robin replays are identical"
+    "±: half the range of the first objective over the draws of the same kv_router candidate "
+    "(Dynamo's KV router breaks ties and samples with a generator seeded from the clock; each draw reads a clock of its own "
+    "and repeats on every run; candidate.json has their number and range); round_robin replays do not vary"
 )
-KEPT_NOTE = "kept draws: kv_router replays told as an earlier search drew them (evaluation.draws=off, or run-plan --draws off, draws afresh)"
 
 
 def _cell(value: Any) -> str:
@@ -108,14 +107,14 @@ def format_results(config: SmartSearchConfig, results: SearchResults, timings: M
 
 
 def tally_line(results: SearchResults) -> str:
-    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in results.tallies.items() if count or status not in ("kept_draws", "screened"))
+    summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in results.tallies.items() if count or status != "screened")
     return f"{len(results.ledger)} candidates replayed: {summary}"
 
 
 def result_notes(config: SmartSearchConfig, calibration: Mapping[str, Any] | None, tallies: Mapping[str, int],
                  timings: Mapping[str, Any], shown: Sequence[Candidate]) -> list[str]:
     """What the reader of the results must know to read them right (the lines under the table,
-    and the report's header): versions, calibration, spread, SLA, scale, kept draws, budget."""
+    and the report's header): versions, calibration, spread, SLA, scale, screening, budget."""
     note = version_note(engine_versions(candidate.unrolled for candidate in shown))  # once, under the table
     calibrated = describe_calibration(calibration)
     spread = any(candidate.spread_percent(config.goal.objectives[0]) is not None for candidate in shown)
@@ -126,7 +125,6 @@ def result_notes(config: SmartSearchConfig, calibration: Mapping[str, Any] | Non
         *([sla_note(config)] if config.goal.sla_constrained else []),
         *([price_note(config.goal.gpu_hour_price, any(len(set(c.view.hardware_skus)) > 1 for c in shown))] if config.goal.gpu_hour_price else []),
         *([SCALE_NOTE] if scale_free(config) else []),
-        *([KEPT_NOTE] if tallies.get("kept_draws") else []),
         *([screening_note(config, tallies["screened"])] if tallies.get("screened") else []),
         *([budget_note(budget)] if (budget := timings.get("budget")) and budget["ran_out"] else []),
     ]

@@ -15,7 +15,6 @@ evaluation stack: paid once per run, not per worker or per candidate.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import multiprocessing
 import os
@@ -29,6 +28,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from spica.core.errors import DeadPoolError
 from spica.core.stops import starting_processes, stop_arrived
+from spica.evaluation import clock
 
 DEAD_POOL_MESSAGE = (
     "the evaluation worker pool died. Worker processes are spawned and re-import your script: "
@@ -136,9 +136,8 @@ class ProcessPool:
         self.workers = workers
         self._preload = preload
         self._niceness = niceness
+        self._imports = tuple(imports)
         self._context = multiprocessing.get_context("forkserver" if imports else "spawn")
-        if imports:
-            self._context.set_forkserver_preload(list(imports))  # the first forkserver user decides
         self._lock = threading.Lock()
         self._progress = False  # a worker came up, or an item finished, since the last break
         self._closed = False
@@ -156,6 +155,12 @@ class ProcessPool:
         return executor
 
     def _launch(self, executor: ProcessPoolExecutor) -> None:
+        if self._imports:  # with the held clock its kv_router replays read (spica/evaluation/clock.py)
+            try:
+                with starting_processes():
+                    clock.start_forkserver(self._imports)
+            except (RuntimeError, OSError):  # a stop arrived: no worker starts either
+                return
         for _ in range(self.workers):
             try:
                 with starting_processes():
@@ -280,14 +285,14 @@ def _exists(pid: int) -> bool:
     return True
 
 
-def local_pool(parallel_evals: int, per_round: int, capped: bool = True) -> EvaluationPool:
+def local_pool(parallel_evals: int, per_round: int) -> EvaluationPool:
     """docs/search.md step 5: min(parallel_evals, per_round) workers, only when both exceed 1.
-    Each worker gets ready to replay as it starts (`capped`: the evaluations have a time cap,
-    so they replay in a child process; see spica/evaluation/replay.py), at WORKER_NICENESS."""
+    Each worker gets ready to replay as it starts (its replay child running: see
+    spica/evaluation/replay.py), at WORKER_NICENESS."""
     from spica.evaluation.evaluate import prepare_worker
     from spica.evaluation.replay import WORKER_IMPORTS
 
     workers = min(parallel_evals, per_round)
     if parallel_evals > 1 and per_round > 1:
-        return ProcessPool(workers, preload=functools.partial(prepare_worker, capped), imports=WORKER_IMPORTS, niceness=WORKER_NICENESS)
+        return ProcessPool(workers, preload=prepare_worker, imports=WORKER_IMPORTS, niceness=WORKER_NICENESS)
     return InlinePool()

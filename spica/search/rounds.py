@@ -39,7 +39,6 @@ from spica.plan import Plan
 from spica.results.ledger import Journal
 from spica.search.clocks import OptimizerClock, WorkerClock
 from spica.search.dimensions import Knob, knob_values
-from spica.search.draws import Draws
 from spica.search.feeder import Feeder
 from spica.search.pool import EvaluationPool, WorkerLost, outcome
 from spica.search.progress import Progress
@@ -75,7 +74,7 @@ class BranchSearch:
 
 @dataclass
 class Tally:
-    counts: dict[str, int] = field(default_factory=lambda: {status: 0 for status in STATUSES} | {"cache_hits": 0, "kept_draws": 0})
+    counts: dict[str, int] = field(default_factory=lambda: {status: 0 for status in STATUSES} | {"cache_hits": 0})
 
     def add(self, status: str) -> None:
         self.counts[status] += 1
@@ -131,7 +130,6 @@ class RoundLoop:
         journal: Journal | None,
         winners: Mapping[int, Any],
         meter: Progress,
-        draws: Draws | None = None,
         deadline: float | None = None,
     ) -> None:
         """`deadline`: the time.monotonic() at which the time budget runs out (None: no budget)."""
@@ -139,7 +137,6 @@ class RoundLoop:
         self.searches = searches
         self.measured = measured
         self.journal = journal
-        self.draws = draws
         self.winners = winners
         self.meter = meter
         sweep = plan.config.sweep
@@ -389,14 +386,6 @@ class RoundLoop:
         due |= {item.key: item.due for item in branch.untold if item.position is not None}  # a follower's earlier leader
         fresh = [(unrolled, key) for _, (_, unrolled, key) in sorted(enumerate(current.batch), key=lambda entry: -(costs[entry[0]] or 0))
                  if key not in self.measured]
-        if self.draws is not None:  # a kv_router draw kept by an earlier search is told again, not drawn anew
-            for unrolled, key in list(fresh):
-                kept = self.draws.get(key, 0)
-                if kept is not None:
-                    fresh.remove((unrolled, key))
-                    current.replayed.add(key)
-                    self.tally.counts["kept_draws"] += 1
-                    self._record(current, key, unrolled, kept)
         if fresh:
             self.first_submitted_at = self.first_submitted_at or time.time()
             futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for unrolled, _ in fresh], branch.search.branch.name)
@@ -448,8 +437,6 @@ class RoundLoop:
         """A finished replay: journaled at once, so an interruption loses nothing measured."""
         candidate = _candidate(self.plan, current.search.branch.name, current.slot.round, key, unrolled, result)
         self.measured[key] = candidate
-        if self.draws is not None and isinstance(result, Evaluation):
-            self.draws.keep(key, 0, unrolled, result)
         count, seconds = self._replays_back[candidate.branch]
         self._replays_back[candidate.branch] = (count + 1, seconds + (candidate.seconds or 0.0))
         if self.journal:

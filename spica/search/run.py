@@ -22,7 +22,7 @@ from spica.config.workload import Workload
 from spica.core.candidate import Candidate
 from spica.core.console import tell
 from spica.core.errors import UserError
-from spica.evaluation import score
+from spica.evaluation import clock, score
 from spica.evaluation.calibration import Calibration, for_search, load_calibration
 from spica.plan import Plan, compile_plan
 from spica.planner.policies import is_static
@@ -33,7 +33,6 @@ from spica.results.outcome import SearchResults
 from spica.search import prefill_capacity
 from spica.search.branches import branches_for, searched_branch
 from spica.search.dimensions import KV_ROUTER_KNOBS, OFFLOAD_ROUTER_KNOBS, Knob, branch_knobs, knob_grid, knob_params, knob_values, workload_params
-from spica.search.draws import Draws
 from spica.search.pool import EvaluationPool, ProcessPool, local_pool
 from spica.search.progress import Progress
 from spica.search.rounds import BranchSearch, RoundLoop
@@ -273,33 +272,29 @@ def run_smart_search(
     write: bool = True,
     deploy: DeploySettings | None = None,
     calibration: str | Path | None = None,
-    draws: str | None = None,
 ) -> SearchResults:
     """Search deployments for `config`; best-first candidates (or the Pareto front) with the ledger.
 
     A results folder (default results/<plan fingerprint>) receives the ledger, table, plot and
     manifests (written with `deploy`, the app's `deploy:` settings; None: their defaults);
     re-running into the same folder resumes: finished replays are reused. `calibration`: a file
-    written by `spica calibrate` whose factors scale every candidate's timing. `draws`: where
-    kv_router draws are kept and told again ("cache", a folder; None or "off": drawn afresh,
-    spica/search/draws.py).
+    written by `spica calibrate` whose factors scale every candidate's timing.
     """
     started = time.monotonic()
     plan = _as_plan(config, calibration)
-    kept = Draws.at(draws, plan.scores_fingerprint)
     folder = Path(results_dir) if results_dir is not None else Path("results") / plan.short_id
     journal = Journal(folder, plan.fingerprint, plan.scores_fingerprint) if write else None
     if journal:
         journal.lock()
     try:
-        return _search(plan, folder, journal, kept, pool, progress, write, deploy, started)
+        return _search(plan, folder, journal, pool, progress, write, deploy, started)
     finally:
         if journal:
             journal.unlock()
 
 
 def _search(
-    plan: Plan, folder: Path, journal: Journal | None, draws: Draws | None, pool: EvaluationPool | None, progress: bool, write: bool,
+    plan: Plan, folder: Path, journal: Journal | None, pool: EvaluationPool | None, progress: bool, write: bool,
     deploy: DeploySettings | None, started: float,
 ) -> SearchResults:
     config = plan.config
@@ -313,8 +308,10 @@ def _search(
     except BaseException:
         meter.close()  # the refusal's line starts on a clean one
         raise
+    if "kv_router" in config.search_space.router_mode and (why := clock.unavailable()):
+        tell(sys.stderr, f"spica: warning: kv_router replays will differ run to run on this machine: {why}\n")
     own_pool = pool is None
-    pool = pool or local_pool(sweep.parallel_evals, sweep.per_round, sweep.max_eval_seconds is not None)  # workers start meanwhile
+    pool = pool or local_pool(sweep.parallel_evals, sweep.per_round)  # workers start meanwhile
     writer = None
     try:
         writer = ProcessPool(1, preload=results_writer.prepare) if write else None  # it imports beside the search
@@ -328,7 +325,7 @@ def _search(
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
         meter.total = max(total, 1)
         meter.phase("asking for the first candidates")
-        loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter, draws=draws,
+        loop = RoundLoop(plan, searches, pool, measured=measured, journal=journal, winners=winners, meter=meter,
                          deadline=deadline)
         ledger = loop.run()
         meter.close()
@@ -337,7 +334,7 @@ def _search(
             if own_pool:
                 pool.close(wait=False)  # what still replays is ended, not waited for (a caller's pool is the caller's to close)
         else:
-            measure_spread(plan, best, pool, draws, announce=progress)
+            measure_spread(plan, best, pool, announce=progress)
     except BaseException:
         meter.close()
         if writer is not None:

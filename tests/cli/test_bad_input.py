@@ -97,7 +97,6 @@ CONFIGS = [
     ("search_space: [unclosed\n", ""),
     (SPACE + LOAD + "evaluation: {executor: k8s}\n", "evaluation.executor: 'k8s' is not one of local, slurm"),
     (SPACE + LOAD + "evaluation: {max_paralel: 3}\n", "evaluation.max_paralel: unknown field; allowed:"),
-    (SPACE + LOAD + "evaluation: {draws: ''}\n", "evaluation.draws: '': "),
     (SPACE + LOAD + "sweep: {max_search_seconds: 0}\n", "sweep.max_search_seconds: 0: input should be greater than 0"),
     (SPACE + LOAD + "sweep: {max_search_seconds: soon}\n", "sweep.max_search_seconds: 'soon': input should be a valid number"),
     (SPACE + LOAD + "deploy: {namespace: Not_A_Name}\n", "deploy.namespace:"),
@@ -168,16 +167,6 @@ def test_results_folders_that_cannot_hold_results(tmp_path, capsys):
     refused(capsys, ["--config-file", str(config), "--results-dir", str(a_file)], f"results_dir: {a_file} cannot hold results")
     refused(capsys, ["--config-file", str(config), "--results-dir", str(a_file / "under")], f"results_dir: {a_file / 'under'} cannot hold results")
     refused(capsys, ["--config-file", str(config), "--results-dir", "/proc/spica-results"], "results_dir: /proc/spica-results cannot hold results")
-
-
-def test_a_draws_folder_that_cannot_hold_draws(tmp_path, capsys):
-    config = tmp_path / "c.yaml"
-    config.write_text(SPACE + LOAD)
-    a_file = tmp_path / "a-file"
-    a_file.write_text("x")
-    refused(capsys, ["--config-file", str(config), "--results-dir", str(tmp_path / "out"), f"evaluation.draws={a_file}"],
-            f"evaluation.draws: {a_file} cannot hold kept draws (File exists); choose another folder, or off to draw afresh")
-    assert not (tmp_path / "out" / "evaluations.jsonl").exists()  # refused before any replay
 
 
 def test_an_unreadable_or_secret_file_as_trace_says_so_and_shows_none_of_it(tmp_path, capsys):

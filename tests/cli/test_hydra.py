@@ -137,7 +137,7 @@ def test_conf_sets_only_the_embedded_searchs_own_choices():
 def test_the_app_blocks_are_validated_like_the_rest():
     with pytest.raises(ConfigError) as info:
         compose(["+evaluation.max_paralel=3"])
-    assert info.value.lines == ["evaluation.max_paralel: unknown field; allowed: calibration, container_image, container_mode, draws, executor, max_parallel, slurm_partition"]
+    assert info.value.lines == ["evaluation.max_paralel: unknown field; allowed: calibration, container_image, container_mode, executor, max_parallel, slurm_partition"]
     with pytest.raises(ConfigError) as info:
         compose(["evaluation.executor=cloud"])
     assert info.value.lines == ["evaluation.executor: 'cloud' is not one of local, slurm"]

@@ -140,6 +140,30 @@ def test_capped_replay_matches_in_process_replay(agg_candidate):
     assert simulated.items() <= capped.summary.items()  # round_robin replays are bit-identical
 
 
+def test_a_kv_router_draw_repeats_wherever_it_is_replayed_and_another_draw_differs(agg_candidate):
+    """Each draw reads a clock of its own, in a child forked for it alone (spica/evaluation/clock.py):
+    the same in this process's children, capped or not, and in an evaluation worker's, after other
+    replays; draw 1 is another draw. With the real clock, these replays differed every time."""
+    import functools
+
+    from spica.evaluation.evaluate import prepare_worker
+    from spica.evaluation.replay import WORKER_IMPORTS
+    from spica.search.pool import ProcessPool
+
+    candidate = agg_candidate(replicas=4, router_mode="kv_router", router_temperature=1.0)
+    call = build_replay_call(candidate, CLOSED_LOOP_64)
+    simulated = lambda outcome: {key: value for key, value in outcome.summary.items() if "wall" not in key and "processed" not in key}
+    here = [simulated(run_replay(call)), simulated(run_replay(call, timeout_s=120.0))]
+    pool = ProcessPool(1, preload=prepare_worker, imports=WORKER_IMPORTS)
+    try:
+        other = build_replay_call(agg_candidate(replicas=4, router_mode="kv_router"), SMALL)
+        in_a_worker = [simulated(future.result()) for future in pool.submit(functools.partial(run_replay, timeout_s=120.0), [other, call])]
+    finally:
+        pool.close()
+    assert here[0] == here[1] == in_a_worker[1] and here[0]["completed_requests"] == 256
+    assert simulated(run_replay(call, draw=1))["mean_ttft_ms"] != here[0]["mean_ttft_ms"]
+
+
 def test_capped_worker_is_replaced_when_it_dies_between_calls(agg_candidate):
     call = build_replay_call(agg_candidate(), SMALL)
     assert run_replay(call, timeout_s=120.0).status == "ok"

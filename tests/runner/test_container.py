@@ -30,7 +30,7 @@ def test_a_self_contained_job_as_root_runs_the_image_python_as_its_user_with_onl
     assert shlex.split(container.python_command(uid=0)) == [
         "podman", "run", "--rm", "--init", "--network=none", "--cap-drop=all",
         "--security-opt=no-new-privileges", "--read-only", "--user=10001:10001",
-        f"--volume={cache}/draws:{cache}/draws:rw,U",
+        f"--volume={cache}/clock:{cache}/clock:rw,U",
         f"--volume={cache}/jax:{cache}/jax:rw,U",
         f"--volume={cache}/predictors:{cache}/predictors:rw,U",
         f"--volume={cache}/space:{cache}/space:rw,U",
@@ -44,7 +44,7 @@ def test_a_self_contained_job_as_root_runs_the_image_python_as_its_user_with_onl
         "--entrypoint=/opt/spica/bin/python", "localhost/spica:abc",
     ]
     assert container.srun_args() == []
-    assert all((cache / part).is_dir() for part in ("draws", "jax", "predictors", "space", "timing"))
+    assert all((cache / part).is_dir() for part in ("clock", "jax", "predictors", "space", "timing"))
 
 
 def test_a_non_root_caller_runs_as_itself_in_a_rootless_user_namespace(tmp_path, cache):

@@ -38,7 +38,7 @@ class CountingPool(InlinePool):
         self.replayed: list[str] = []
 
     def submit(self, fn, items):
-        self.replayed += [json.dumps(unrolled, sort_keys=True) for _, unrolled in items]
+        self.replayed += [json.dumps(item[1], sort_keys=True) for item in items]  # (config, unrolled[, draw])
         return super().submit(fn, items)
 
 
@@ -214,7 +214,27 @@ def test_the_best_kv_router_candidates_are_replayed_again_and_their_spread_shown
         assert spread["replays"] == 3 and low <= candidate.objectives["throughput_per_gpu"] <= high
     assert json.loads((tmp_path / "deploy" / f"01-{top[0].key}" / "candidate.json").read_text())["spread"] == top[0].provenance["spread"]
     table = format_results(config, results, {})
-    assert " ± " in table.splitlines()[2] and "KV router breaks ties without a seed" in table
+    assert " ± " in table.splitlines()[2] and "generator seeded from the clock" in table
+
+
+def test_a_seeded_kv_router_search_repeats_its_ledger_and_spread_with_nothing_kept(tmp_path):
+    """Each kv_router draw reads a clock of its own (spica/evaluation/clock.py): the same seed gives
+    the same ledger, answer and spread in another run, with every replay drawn afresh; without
+    the held clock, the metrics of these kv_router replays differed run to run."""
+    config = small(
+        search_space={"router_mode": ["kv_router", "round_robin"], "parallel_configs": [{"tp": 1, "replicas": 4}],
+                      "router_temperature": [1.0]},  # four workers to choose from, by sampling
+        workload={"isl": 2000, "concurrency": 32, "shared_prefix_ratio": 0.5, "num_prefix_groups": 4},
+    )
+    first = run_smart_search(config, results_dir=tmp_path / "a")
+    second = run_smart_search(config, results_dir=tmp_path / "b")
+    assert any(c.unrolled["router_mode"] == "kv_router" for c in first.ledger)
+    assert [(c.key, c.metrics) for c in second.ledger] == [(c.key, c.metrics) for c in first.ledger]
+    assert [c.key for c in second] == [c.key for c in first]  # the same answer
+    spreads = [c.provenance.get("spread") for c in first if c.unrolled["router_mode"] == "kv_router"]
+    assert spreads and [c.provenance.get("spread") for c in second] == [c.provenance.get("spread") for c in first]
+    low, high = spreads[0]["objectives"]["throughput_per_gpu"]
+    assert low < high  # draws 1 and 2 are other draws: the spread is not hidden
 
 
 def test_metrics_hold_the_deployment_only_so_a_round_robin_ledger_repeats_exactly(tmp_path):
