@@ -17,16 +17,17 @@ benchmarks/results/peer_side_by_side.json, each scenario's row in place of its e
 when and at which commit it was measured (the rows of one run share both), so that running one
 scenario again keeps the others:
 - time: the peer's process wall against the median of Spica's, and their ratio;
-- quality, one objective (S1, S2): each tool's best replayed REPLAYS times by Spica's evaluator,
-  mean and range (a kv_router candidate replays differently each time: Dynamo's router takes no
-  seed). Spica's best is the median seed's; the peer's is the best of every candidate it
-  evaluated as Spica re-scores them (rescore.py's `best`; the one it ranked first itself is
-  `peer_pick` in results/peer.json);
+- quality, one objective (S1, S2): each tool's best scored by Spica's evaluator, as REPLAYS draws
+  where its router samples (kv_router: draws 0 .. REPLAYS-1, each the same on every run,
+  spica/evaluation/clock.py), mean and range. Spica's best is every seed's (`spica_bests`; the
+  median seed's is `spica_best`), and the row says on how many seeds it is at least each peer's;
+  the peer's is the best of every candidate it evaluated as Spica re-scores them (rescore.py's
+  `best`; the one it ranked first itself is `peer_pick` in results/peer.json);
 - quality, a Pareto front (S3): each Spica run's hypervolume as a share of this peer run's, on
   results/search.json's reference;
 - replay_optimize (row's `replay_optimize`): its process wall and the ratio to Spica's median, the
-  states it replayed, and each call's best feasible state as Spica's candidate replayed REPLAYS
-  times; its answer is the better of them by Spica's evaluator;
+  states it replayed, and each call's best feasible state as Spica's candidate, scored as above;
+  its answer is the better of them by Spica's evaluator;
 - `aisimulate` not in `--peers` (or without its venv): its last run of the scenario's seed in
   results/peer.json stands in, its best re-scored by today's evaluator, its wall as measured then
   (`peer_measured`: that row's date and commit);
@@ -55,9 +56,10 @@ from peer import replay_optimize
 from spica.config import SmartSearchConfig
 from spica.core.unrolled import Unrolled
 from spica.evaluation.evaluate import evaluate
+from spica.search.spread import varies_run_to_run
 
 OUT = REPO / "benchmarks" / "results" / "peer_side_by_side.json"
-REPLAYS = 5  # each best replayed this many times: a kv_router candidate's score varies run to run
+REPLAYS = 5  # draws of each best whose router samples (kv_router); one of any other
 AISIMULATE = os.environ.get("PEER_AISIMULATE", "/work/peer/env/bin/aisimulate")  # run.sh's default
 
 STATE_KEYS = ("tp", "workers", "prefill_tp", "decode_tp", "prefill_workers", "decode_workers", "router_mode",
@@ -101,9 +103,11 @@ def rescored_replay_optimize(config: SmartSearchConfig, run: dict) -> dict:
 
 
 def replayed(config: SmartSearchConfig, unrolled: dict) -> dict:
-    """The candidate's objective over REPLAYS replays by Spica's evaluator: mean, least, most."""
+    """The candidate's objective by Spica's evaluator over its draws (REPLAYS where its router
+    samples, else one): mean, least, most."""
     target = str(config.goal.target)
-    values = [evaluate(config, unrolled).objectives.get(target) for _ in range(REPLAYS)]
+    draws = REPLAYS if varies_run_to_run(unrolled) else 1
+    values = [evaluate(config, unrolled, draw).objectives.get(target) for draw in range(draws)]
     values = [value for value in values if value is not None]
     return {"label": Unrolled.of(unrolled).label, "mean": statistics.mean(values) if values else None,
             "least": min(values, default=None), "most": max(values, default=None), "replays": len(values)}
@@ -130,10 +134,12 @@ def side_by_side(scenario: str, seeds: int, scratch: Path, peers: list[str]) -> 
     config = load(scenario, max_eval_seconds=None)  # the bests replayed one after another: nothing is timed
     if not base.goal.is_pareto:
         found = sorted((index for index in range(seeds) if runs[index]["best_score"] is not None), key=lambda index: runs[index]["best_score"])
-        row["spica_best"] = replayed(config, read_results(kept[found[len(found) // 2]])[2][0].unrolled) if found else None
+        row["spica_bests"] = {str(seed + index): replayed(config, read_results(kept[index])[2][0].unrolled) for index in found}
+        row["spica_best"] = row["spica_bests"][str(seed + found[len(found) // 2])] if found else None
     if dynamo is not None:
         row["replay_optimize"] = rescored_replay_optimize(config, dynamo)
         row["replay_optimize"]["ratio"] = round(dynamo["wall_seconds"] / entry["median_process_wall_seconds"], 1)
+        row["replay_optimize"]["seeds_at_least"] = _seeds_at_least(base, row.get("spica_bests"), row["replay_optimize"]["best"])
     if peer is None:
         return row
     row |= {"peer_seed": seed, "peer_wall_seconds": peer["wall_seconds"],
@@ -144,8 +150,20 @@ def side_by_side(scenario: str, seeds: int, scratch: Path, peers: list[str]) -> 
                          f"(seeds {min(entry['shares_of_peer_hypervolume']):.3f}-{max(entry['shares_of_peer_hypervolume']):.3f})"
         return row
     row["peer_best"] = replayed(config, peer["best"]["candidate"]) if peer.get("best") else None
-    row["quality"] = f"{_described(row['spica_best'])} vs {_described(row['peer_best'])}"
+    row["seeds_at_least"] = _seeds_at_least(base, row.get("spica_bests"), row["peer_best"])
+    row["quality"] = f"{_described(row['spica_best'])} vs {_described(row['peer_best'])}; {row['seeds_at_least']}"
     return row
+
+
+def _seeds_at_least(base: SmartSearchConfig, bests: dict | None, other: dict | None) -> str:
+    """On how many seeds Spica's best (mean of its draws) is at least `other`'s, and the worst seed's."""
+    if not bests or other is None or other["mean"] is None:
+        return "-"
+    sign = 1.0 if base.goal.target.maximize else -1.0
+    means = {seed: best["mean"] for seed, best in bests.items() if best["mean"] is not None}
+    worst = min(means, key=lambda seed: sign * means[seed])
+    held = sum(sign * value >= sign * other["mean"] for value in means.values())
+    return f"at least it on {held} of {len(bests)} seeds (worst: seed {worst}, {means[worst]:.1f})"
 
 
 def _earlier_rows() -> dict:
@@ -191,7 +209,8 @@ def table(rows: list[dict]) -> str:
                   "|---|---|---|---|---|---|"]
         lines += [f"| {row['scenario'].upper()} | {row['spica']['median_process_wall_seconds']:.1f} s | {row['replay_optimize']['wall_seconds']:.0f} s | "
                   f"{row['replay_optimize']['ratio']:.3g}x | {row['replay_optimize']['evaluations']} | "
-                  f"{_described(row.get('spica_best'))} vs {_described(row['replay_optimize']['best'])} |" for row in dynamo]
+                  f"{_described(row.get('spica_best'))} vs {_described(row['replay_optimize']['best'])}; "
+                  f"{row['replay_optimize'].get('seeds_at_least', '-')} |" for row in dynamo]
     return "\n".join(lines)
 
 
