@@ -55,8 +55,8 @@ from bench_search import PEER, REPO, RESULTS, _earlier, load, measure_in_new_pro
 from peer import replay_optimize
 from spica.config import SmartSearchConfig
 from spica.core.unrolled import Unrolled
+from spica.evaluation import clock
 from spica.evaluation.evaluate import evaluate
-from spica.search.spread import varies_run_to_run
 
 OUT = REPO / "benchmarks" / "results" / "peer_side_by_side.json"
 REPLAYS = 5  # draws of each best whose router samples (kv_router); one of any other
@@ -106,7 +106,7 @@ def replayed(config: SmartSearchConfig, unrolled: dict) -> dict:
     """The candidate's objective by Spica's evaluator over its draws (REPLAYS where its router
     samples, else one): mean, least, most."""
     target = str(config.goal.target)
-    draws = REPLAYS if varies_run_to_run(unrolled) else 1
+    draws = REPLAYS if clock.varies(unrolled) else 1
     values = [evaluate(config, unrolled, draw).objectives.get(target) for draw in range(draws)]
     values = [value for value in values if value is not None]
     return {"label": Unrolled.of(unrolled).label, "mean": statistics.mean(values) if values else None,

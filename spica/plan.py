@@ -90,9 +90,10 @@ class Plan:
     def scores_fingerprint(self) -> str:
         """What a candidate's measured result depends on beyond the candidate itself (whose
         unrolled sample is self-contained): the traffic, the goal, the timing mode, the versions,
-        the trace and, with kv_router, the clock its draws read (spica/evaluation/clock.py). Sweep settings such as parallel_evals, rounds or the time cap are left
-        out, so changing them keeps every finished result; the seed counts only where it draws
-        the traffic (a request-rate workload's arrivals, a length spread's lengths)."""
+        the trace and, with kv_router, the clock its draws read (spica/evaluation/clock.py).
+        Sweep settings such as parallel_evals, rounds or the time cap are left out, so changing
+        them keeps every finished result; the seed counts only where it draws the traffic (a
+        request-rate workload's arrivals, a length spread's lengths)."""
         config = self.config
         body = {
             # an algorithm's own packages choose the candidates, they never score one

@@ -33,7 +33,7 @@ import shutil
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from spica.core.paths import cache_root
 
@@ -45,6 +45,12 @@ SECOND_NS = 1_000_000_000
 
 class ClockNotHeld(RuntimeError):
     """The held clock is built but not loaded in this replay process (it was started otherwise)."""
+
+
+def varies(replayed: Mapping[str, Any]) -> bool:
+    """Whether another draw of this candidate (its unrolled config, or its Replay call's keyword
+    arguments: both name `router_mode`) gives other metrics: its router samples."""
+    return replayed.get("router_mode") == "kv_router"
 
 
 def start_ns(draw: int) -> int:
@@ -72,7 +78,7 @@ def library() -> Path | None:
         return target
     compiler = shutil.which(os.environ.get("CC") or "cc")
     if compiler is None:
-        _REASON.append("no C compiler (cc, or $CC) to build spica/evaluation/replay_clock.c")
+        _why[0] = "no C compiler (cc, or $CC) to build spica/evaluation/replay_clock.c"
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
@@ -80,18 +86,18 @@ def library() -> Path | None:
                            capture_output=True, text=True)
     if built.returncode != 0:
         partial.unlink(missing_ok=True)
-        _REASON.append(f"{compiler} could not build {SOURCE.name}: {' '.join(built.stderr.split())[:200]}")
+        _why[0] = f"{compiler} could not build {SOURCE.name}: {' '.join(built.stderr.split())[:200]}"
         return None
     os.replace(partial, target)  # atomic: two processes building at once agree
     return target
 
 
-_REASON: list[str] = []
+_why = [""]  # why the last library() found none
 
 
 def unavailable() -> str | None:
     """Why kv_router replays vary run to run on this machine, or None where they repeat."""
-    return None if library() is not None else _REASON[-1]
+    return None if library() is not None else _why[0]
 
 
 @contextmanager

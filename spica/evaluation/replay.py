@@ -109,7 +109,7 @@ def run_replay(call: ReplayCall, timeout_s: float | None = None, draw: int = 0) 
             return "failed", {}, "timing_cache", _one_line(exc)
         except Exception as exc:  # AIS unavailable for this model/system/backend/shape
             return "failed", {}, "timing_model", _one_line(exc)
-        if kwargs.get("router_mode") == "kv_router":
+        if clock.varies(kwargs):
             result = capped_worker.run_alone(call.function, call.args, kwargs, timeout_s, draw)
         elif timeout_s is None and not capped_worker.fork:
             result = _execute(call.function, call.args, kwargs)

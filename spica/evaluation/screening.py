@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 from spica.config import SmartSearchConfig
 from spica.core.candidate import Candidate
 from spica.core.goals import GOALS
+from spica.evaluation import clock
 from spica.evaluation.score import signed_score
 
 FIELD = "screen_request_ratio"
@@ -52,9 +53,8 @@ def screen_fields(config: SmartSearchConfig, unrolled: Mapping[str, Any]) -> dic
     full = workload.resolved_request_count(unrolled["concurrency"])
     if full is None or full < MIN_SCREENED_REQUESTS or ratio >= float(workload.num_request_ratio):
         return {}
-    samples = unrolled.get("router_mode") == "kv_router"
     scaled = unrolled.get("enable_throughput_scaling") or unrolled.get("enable_load_scaling")
-    if samples or scaled or judges_latency(config):
+    if clock.varies(unrolled) or scaled or judges_latency(config):
         return {}
     return {FIELD: float(ratio)}
 

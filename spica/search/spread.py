@@ -12,10 +12,11 @@ after the search, as draws 1 and 2, and the range of their objectives is kept in
 from __future__ import annotations
 
 import sys
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from spica.core.candidate import Candidate
 from spica.core.console import tell
+from spica.evaluation import clock
 from spica.evaluation.evaluate import Evaluation, evaluate_task
 from spica.plan import Plan
 from spica.search.pool import EvaluationPool, run_all
@@ -24,15 +25,10 @@ SPREAD_TOP = 3  # best candidates measured again (the ones a user deploys)
 SPREAD_REPLAYS = 3  # draws per measured candidate, the search's own included
 
 
-def varies_run_to_run(unrolled: Mapping[str, Any]) -> bool:
-    """Whether another draw of the candidate would give other metrics (its router samples)."""
-    return unrolled.get("router_mode") == "kv_router"
-
-
 def measure_spread(plan: Plan, best: Sequence[Candidate], pool: EvaluationPool, announce: bool = False) -> list[Candidate]:
     """Replay draws 1 .. SPREAD_REPLAYS-1 of the top kv_router candidates; returns the
     candidates that got a spread."""
-    chosen = [candidate for candidate in best[:SPREAD_TOP] if varies_run_to_run(candidate.unrolled)]
+    chosen = [candidate for candidate in best[:SPREAD_TOP] if clock.varies(candidate.unrolled)]
     if not chosen:
         return []
     wanted = [(candidate, draw) for candidate in chosen for draw in range(1, SPREAD_REPLAYS)]
