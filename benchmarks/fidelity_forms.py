@@ -1,21 +1,27 @@
 """Which form of TTFT correction do the silicon measurements support? (docs/fidelity.md)
 
-Every point of bench_fidelity's table groups is replayed once each way a closed loop can start
-(every client at once, staggered) with no calibration. Then, per group, measured TTFT is modelled
-from the replayed one in a few forms — a factor alone, or an overhead outside the engine plus a
-factor — each fitted on one half of the group's points (minimising mean |log error|) and scored
-on the other half: the median |predicted / measured - 1| held out, over both halves.
+Every point of bench_fidelity's table groups is replayed with no calibration, once each way a
+closed loop can start (every client at once, staggered) and once with its lengths drawn as
+InferenceX's client draws them (uniform in [0.8·L, L], every client at once). Then, per group,
+measured TTFT is modelled from the replayed one in a few forms — a factor alone; an overhead
+outside the engine plus a factor; that plus a number of the replay's own decode steps (time a
+first token waits in the engine after its prefill, e.g. for a streaming interval or for
+attention-DP ranks to balance) — each fitted on one half of the group's points (minimising mean
+|log error|) and scored on the other half: the median |predicted / measured - 1| held out, over
+both halves.
 
 This is a first-order look (the factor here scales the replayed TTFT, where a calibration scales
 the timing Replay runs on); `bench_fidelity.py --table --calibrate` measures the calibration that
 came of it end to end.
 
-Run:  PYTHONPATH=. .venv/bin/python benchmarks/fidelity_forms.py
-Writes benchmarks/results/fidelity_forms.json and prints the table.
+Run:  PYTHONPATH=. .venv/bin/python benchmarks/fidelity_forms.py [--only TEXT] [--workers N]
+Writes benchmarks/results/fidelity_forms.json (with --only: fidelity_forms_<text>.json) and prints the table.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -35,6 +41,12 @@ from spica.calibrate.measurements import Measurement, read_silicon_csv  # noqa: 
 from spica.search.pool import local_pool  # noqa: E402
 
 Form = Callable[[np.ndarray, dict[str, np.ndarray]], np.ndarray]
+
+
+def _steps(k: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
+    """An overhead, k[2] of the replay's mean decode steps (its TPOT), and a factor on its TTFT."""
+    return abs(k[1]) + abs(k[2]) * p["tpot"] + math.exp(k[0]) * p["ttft"]
+
 FORMS: dict[str, tuple[str, Form, int]] = {
     "factor, at once": ("at_once", lambda k, p: math.exp(k[0]) * p["ttft"], 1),
     "overhead + factor, at once": ("at_once", lambda k, p: abs(k[1]) + math.exp(k[0]) * p["ttft"], 2),
@@ -42,8 +54,30 @@ FORMS: dict[str, tuple[str, Form, int]] = {
     "overhead + factor, staggered": ("staggered", lambda k, p: abs(k[1]) + math.exp(k[0]) * p["ttft"], 2),
     "overhead + per-1k overhead + factor, staggered":
         ("staggered", lambda k, p: abs(k[1]) + abs(k[2]) * p["isl_k"] + math.exp(k[0]) * p["ttft"], 3),
+    "factor, InferenceX lengths": ("inferencex", lambda k, p: math.exp(k[0]) * p["ttft"], 1),
+    "overhead + factor, InferenceX lengths": ("inferencex", lambda k, p: abs(k[1]) + math.exp(k[0]) * p["ttft"], 2),
+    "overhead + decode steps + factor, at once": ("at_once", _steps, 3),
+    "overhead + decode steps + factor, staggered": ("staggered", _steps, 3),
+    "overhead + decode steps + factor, InferenceX lengths": ("inferencex", _steps, 3),
 }
-"""name: (client start replayed, measured TTFT as a function of (numbers, the replayed points), how many numbers)."""
+"""name: (traffic replayed, measured TTFT as a function of (numbers, the replayed points), how many numbers)."""
+INFERENCEX_RANGE_RATIO = 0.8
+"""InferenceX's client (`--random-range-ratio 0.8` in its benchmarks/*.sh) draws each length uniform in [0.8·L, L]."""
+
+
+def _spread(ratio: float) -> float:
+    """Spica's length_spread s around a mean M draws in M·[1-s, 1+s]: [r·L, L] is M = (1+r)/2·L, s = (1-r)/(1+r)."""
+    return round((1 - ratio) / (1 + ratio), 6)
+
+
+def _inferencex_lengths(run: Callable) -> Callable:
+    """A predictor replaying each point with its lengths drawn in [r·L, L]: its mean lengths and the spread around them."""
+    middle = (1 + INFERENCEX_RANGE_RATIO) / 2
+
+    def replay(points: list[Measurement], factors: object) -> list:
+        return run([dataclasses.replace(point, isl=round(point.isl * middle), osl=round(point.osl * middle)) for point in points], factors)
+
+    return replay
 
 
 def arrays(points: list[dict]) -> dict[str, np.ndarray]:
@@ -70,30 +104,39 @@ def held_out_error(form: Form, count: int, points: list[dict], halves: list[list
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default=None, help="only the table groups whose name holds this text (e.g. DeepSeek)")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    chosen = [group for group in TABLE_GROUPS if args.only is None or args.only.lower() in _name(group).lower()]
     items = read_silicon_csv(silicon_csv())
     groups: dict[tuple, list[Measurement]] = defaultdict(list)
     for item in items:
-        if isinstance(item, Measurement) and item.group in TABLE_GROUPS:
+        if isinstance(item, Measurement) and item.group in chosen:
             groups[item.group].append(item)
-    pool = local_pool(2, 2)
+    pool = local_pool(args.workers, args.workers)
     report: dict[str, dict[str, float]] = {}
     try:
         runs = predictors(pool)
-        for group in TABLE_GROUPS:
+        inferencex = _inferencex_lengths(predictors(pool, length_spread=_spread(INFERENCEX_RANGE_RATIO))[None])
+        for group in chosen:
             members = [point for fold in folds_of(groups[group], 2) for point in fold]  # bench_fidelity's halves, in order
-            replays = {"at_once": runs[None](members, None), "staggered": runs["staggered"](members, None)}
+            replays = {"at_once": runs[None](members, None), "staggered": runs["staggered"](members, None),
+                       "inferencex": [dataclasses.replace(item, measurement=point) for item, point in
+                                      zip(inferencex(members, None), members)]}
             kept = [i for i in range(len(members)) if all(replays[start][i].status == "feasible" for start in replays)]
             half = len(folds_of(groups[group], 2)[0])
             halves = [[j for j, i in enumerate(kept) if i < half], [j for j, i in enumerate(kept) if i >= half]]
             report[_name(group)] = {"points": len(kept)}
             for name, (start, form, count) in FORMS.items():
-                points = [{"ttft": replays[start][i].ttft_ms, "measured": members[i].ttft_ms, "isl_k": members[i].isl / 1000.0}
-                          for i in kept]
+                points = [{"ttft": replays[start][i].ttft_ms, "tpot": replays[start][i].tpot_ms or 0.0,
+                           "measured": members[i].ttft_ms, "isl_k": members[i].isl / 1000.0} for i in kept]
                 report[_name(group)][name] = round(held_out_error(form, count, points, halves), 3)
             print(_name(group), report[_name(group)], flush=True)
     finally:
         pool.close()
-    (RESULTS / "fidelity_forms.json").write_text(json.dumps(report, indent=2) + "\n")
+    name = "fidelity_forms.json" if args.only is None else f"fidelity_forms_{args.only.lower().replace(' ', '_')}.json"
+    (RESULTS / name).write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":
