@@ -2,7 +2,7 @@
 samples) run here as a user would, and its front's hypervolume over wall time beside upstream's
 published figure (640 samples, 12 h 07 m, 8 workers: 61,093) and SemiAnalysis's measured front.
 
-    .venv/bin/python benchmarks/glm5_study.py [--seed 1] [--results DIR] [--out FILE]
+    .venv/bin/python benchmarks/glm5_study.py [--seed 1] [--results DIR] [--out FILE] [--resume]
 
 Runs `spica --config-file examples/glm5_b200_72.yaml sweep.random_seed=SEED results_dir=DIR` (no
 time budget) and reads its journal (evaluations.jsonl: a row per finished replay, in the order
@@ -11,7 +11,9 @@ reading, the hypervolume of the front of the full replays finished by then (refe
 tok/s/user, tok/s/GPU; a screened row is never on it). Writes the plot (default
 benchmarks/results/glm5_study.png) and, beside it, the json: the wall, the rows, the hypervolume
 at the end and at 15 and 30 minutes, and the curve. Ctrl-C stops the study (its finished
-replays kept, as the search keeps them) and draws what finished.
+replays kept, as the search keeps them) and draws what finished; `--resume` runs the same study
+again on that folder (the search resumes it, reusing every finished replay) and continues the
+curve from the earlier sittings' wall, so a study longer than one sitting is measured whole.
 """
 
 from __future__ import annotations
@@ -74,29 +76,47 @@ def hypervolume_by(rows: list[dict], count: int) -> float:
     return hypervolume_2d(pareto_front(points, lambda point: point), (0, 0))
 
 
+def _earlier_sittings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
+    """The stopped study's record (its sittings and curve), which a resumed one continues."""
+    record_path = args.out.with_suffix(".json")
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, ValueError):
+        parser.error(f"--resume: no record of a stopped study at {record_path}")
+    if not record.get("stopped") or record.get("seed") != args.seed or not (args.results / "evaluations.jsonl").is_file():
+        parser.error(f"--resume: {record_path} is not a stopped study of seed {args.seed} whose journal is in {args.results}")
+    return {"sittings_s": record.get("sittings_s") or [record["wall_s"]], "curve": record["curve"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", type=Path, default=Path("/tmp/spica-glm5-study"))
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "glm5_study.png")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the study stopped in --results, whose record is --out's json")
     args = parser.parse_args()
-    if args.results.exists():
-        parser.error(f"{args.results} exists: the study must start from nothing (give another --results)")
-    wall, readings, code, stopped = run_study(args.seed, args.results)
+    earlier = _earlier_sittings(args, parser) if args.resume else {"sittings_s": [], "curve": []}
+    if args.results.exists() and not args.resume:
+        parser.error(f"{args.results} exists: the study must start from nothing (give another --results, or --resume)")
+    sitting, readings, code, stopped = run_study(args.seed, args.results)
     if code != 0 and not stopped:
         sys.exit(f"the study exited with {code}; see {args.results}")
+    sittings = [*earlier["sittings_s"], round(sitting, 1)]
+    before = sum(earlier["sittings_s"])
+    wall = before + sitting
     rows = [json.loads(line) for line in (args.results / "evaluations.jsonl").read_text().splitlines()]
-    curve = []
+    curve = [(point["seconds"], point["rows"], point["hypervolume"]) for point in earlier["curve"]]
     for seconds, count in readings:
         if not curve or count != curve[-1][1]:
-            curve.append((round(seconds, 1), count, round(hypervolume_by(rows, count))))
+            curve.append((round(before + seconds, 1), count, round(hypervolume_by(rows, count))))
     at = {f"{mark // 60} min": next((volume for seconds, _, volume in reversed(curve) if seconds <= mark), 0)
           for mark in MARKS_S if mark <= wall}
     measured = round(hypervolume_2d(read_points(MEASURED), (0, 0)))
     screened = sum(row["status"] == "screened" for row in rows)
     record = {
         "command": f"spica --config-file examples/glm5_b200_72.yaml sweep.random_seed={args.seed} results_dir=DIR",
-        "seed": args.seed, "wall_s": round(wall, 1), "stopped": stopped, "rows": len(rows), "screened": screened,
+        "seed": args.seed, "wall_s": round(wall, 1), "sittings_s": sittings, "stopped": stopped, "rows": len(rows), "screened": screened,
         "hypervolume": round(hypervolume_by(rows, len(rows))), "hypervolume_at": at,
         "upstream": {"samples": 640, "wall_s": UPSTREAM_WALL_S, "workers": 8, "hypervolume": UPSTREAM_HYPERVOLUME},
         "semianalysis_measured_hypervolume": measured,
@@ -106,7 +126,8 @@ def main() -> None:
     axes = figure.add_subplot()
     ended = "stopped" if stopped else "after"
     axes.step([seconds / 60 for seconds, _, _ in curve], [volume for _, _, volume in curve], where="post", color="C0",
-              linewidth=1.8, label=f"Spica, seed {args.seed}, 2 cores: {record['hypervolume']:,} {ended} at {wall / 60:.0f} min ({len(rows)} rows, {screened} screened)")
+              linewidth=1.8, label=f"Spica, seed {args.seed}, 2 cores: {record['hypervolume']:,} {ended} at {wall / 60:.0f} min"
+                    f"{f' ({len(sittings)} sittings)' if len(sittings) > 1 else ''} ({len(rows)} rows, {screened} screened)")
     axes.axhline(UPSTREAM_HYPERVOLUME, color="crimson", linestyle=":",
                  label=f"upstream Spica: {UPSTREAM_HYPERVOLUME:,} after 640 samples in 12 h 07 m (8 workers)")
     axes.axhline(measured, color="black", linestyle="--", label=f"SemiAnalysis measured (InferenceX): {measured:,}")
