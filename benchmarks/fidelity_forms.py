@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fidelity import RESULTS, TABLE_GROUPS, _name, silicon_csv  # noqa: E402
 from spica.calibrate.fit import folds_of, predictors  # noqa: E402
 from spica.calibrate.measurements import Measurement, read_silicon_csv  # noqa: E402
-from spica.search.pool import local_pool  # noqa: E402
+from spica.search.pool import EvaluationPool, local_pool  # noqa: E402
 
 Form = Callable[[np.ndarray, dict[str, np.ndarray]], np.ndarray]
 
@@ -65,14 +65,12 @@ INFERENCEX_RANGE_RATIO = 0.8
 """InferenceX's client (`--random-range-ratio 0.8` in its benchmarks/*.sh) draws each length uniform in [0.8·L, L]."""
 
 
-def _spread(ratio: float) -> float:
-    """Spica's length_spread s around a mean M draws in M·[1-s, 1+s]: [r·L, L] is M = (1+r)/2·L, s = (1-r)/(1+r)."""
-    return round((1 - ratio) / (1 + ratio), 6)
-
-
-def _inferencex_lengths(run: Callable) -> Callable:
-    """A predictor replaying each point with its lengths drawn in [r·L, L]: its mean lengths and the spread around them."""
-    middle = (1 + INFERENCEX_RANGE_RATIO) / 2
+def _inferencex_lengths(pool: EvaluationPool) -> Callable:
+    """A predictor replaying each point with its lengths drawn uniform in [r·L, L], r = INFERENCEX_RANGE_RATIO.
+    Spica draws a synthetic length in M·[1-s, 1+s] around its mean M, so M = (1+r)/2·L and s = (1-r)/(1+r)."""
+    ratio = INFERENCEX_RANGE_RATIO
+    middle = (1 + ratio) / 2
+    run = predictors(pool, length_spread=round((1 - ratio) / (1 + ratio), 6))[None]
 
     def replay(points: list[Measurement], factors: object) -> list:
         return run([dataclasses.replace(point, isl=round(point.isl * middle), osl=round(point.osl * middle)) for point in points], factors)
@@ -118,7 +116,7 @@ def main() -> None:
     report: dict[str, dict[str, float]] = {}
     try:
         runs = predictors(pool)
-        inferencex = _inferencex_lengths(predictors(pool, length_spread=_spread(INFERENCEX_RANGE_RATIO))[None])
+        inferencex = _inferencex_lengths(pool)
         for group in chosen:
             members = [point for fold in folds_of(groups[group], 2) for point in fold]  # bench_fidelity's halves, in order
             replays = {"at_once": runs[None](members, None), "staggered": runs["staggered"](members, None),

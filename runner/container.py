@@ -73,12 +73,14 @@ def job_mounts(
 ) -> tuple[Mount, ...]:
     """The mounts of one job: `reads` read-only, `writes` and the search's caches read-write,
     plus (shared-fs) the repo and the venv read-only. A path inside a mount of the same kind
-    is dropped; parents come first, so a read-only file inside a writable folder stays read-only."""
+    is dropped; parents come first, so a read-only file inside a writable folder stays read-only.
+    The caches are made, and the kv_router clock library built into them, before they are mounted:
+    a job in an image without a compiler finds the library there (spica/evaluation/clock.py)."""
     _check("container_mode", mode, ContainerMode)
     caches = [cache_dir() / part for part in CACHE_PARTS]
     for folder in caches:
         folder.mkdir(parents=True, exist_ok=True)
-    clock.library()  # built here, found there
+    clock.library()
     code = (Path(__file__).resolve().parents[1], Path(sys.prefix).resolve()) if mode == "shared-fs" else ()
     wanted = {Mount(str(Path(p).resolve()), False) for p in (*reads, *code)}
     wanted |= {Mount(str(Path(p).resolve()), True) for p in (*writes, *caches)}

@@ -189,11 +189,7 @@ class RoundLoop:
         for branch in branches:
             self._advance(branch)
         self._note_finishing(branches)
-        while self._inflight and not self.confirming:
-            done = self._next_done(self._inflight)
-            if done is None:
-                break
-            self._rounds_back(done)
+        while not self.confirming and self._rounds_step():
             self._confirm_if_due()
         if not self.out_of_time:
             self._confirm()  # the rounds' replays still running come back meanwhile
@@ -296,10 +292,8 @@ class RoundLoop:
             wave = [(screened, full_candidate(screened.unrolled)) for screened in to_confirm(self.plan.config.goal.objectives, view)]
             wave = [(screened, unrolled, candidate_key(unrolled)) for screened, unrolled in wave]
             if not wave:  # none to confirm now; rounds' replays still running may bring some
-                done = self._next_done(self._inflight) if self._inflight else None
-                if done is None:
+                if not self._rounds_step():
                     break
-                self._rounds_back(done)
                 continue
             fresh = [entry for entry in wave if entry[2] not in self.measured]
             if fresh:
@@ -331,11 +325,16 @@ class RoundLoop:
                     self._ledger.append(((last_round + 1, order[screened.branch], len(confirmed)), self.measured[key]))
                     confirmed[screened.key] = self.measured[key]
                     self.tally.add(self.measured[key].status)
-        while self._inflight:
-            done = self._next_done(self._inflight)
-            if done is None:
-                break
-            self._rounds_back(done)
+        while self._rounds_step():
+            pass
+
+    def _rounds_step(self) -> bool:
+        """The rounds' next replays back and recorded; False when none runs, or the grace ran out."""
+        done = self._next_done(self._inflight) if self._inflight else None
+        if done is None:
+            return False
+        self._rounds_back(done)
+        return True
 
     def _tell_measured(self, branch: _Branch) -> None:
         """After the budget: every suggestion measured enters the ledger, in due order; those
