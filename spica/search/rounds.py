@@ -20,14 +20,15 @@ is not journaled, so the same command resumes it, with a fresh budget.
 
 Screening (spica/evaluation/screening.py) adds one step after the rounds: the screened candidates
 that may be on the answer are replayed in full (`_confirm`); with a time budget, asking stops
-once CONFIRM_SHARE of it is left, to leave them that time.
+once CONFIRM_SHARE of it is left, to leave them that time. A scalar goal's search then steps the
+best shapes' replicas (spica/search/replica_steps.py), in the same waves.
 """
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from spica.core.candidate import STATUSES, Candidate
@@ -37,6 +38,7 @@ from spica.evaluation.evaluate import Evaluation, evaluate_task, request_count
 from spica.evaluation.screening import full_candidate, screen_fields, to_confirm
 from spica.plan import Plan
 from spica.results.ledger import Journal
+from spica.search import replica_steps
 from spica.search.clocks import OptimizerClock, WorkerClock
 from spica.search.dimensions import Knob, knob_values
 from spica.search.feeder import Feeder
@@ -45,7 +47,7 @@ from spica.search.progress import Progress
 from spica.search.schedule import AskSlot, ask_sizes, ask_slot, defers, later_rounds
 from spica.search.unroll import candidate_key, unroll
 from spica.space import projection
-from spica.space.branches import Branch
+from spica.space.branches import Branch, ParallelConfig
 from spica.study.algorithms import ALGORITHMS
 from spica.study.base import Study
 
@@ -106,6 +108,18 @@ class _Untold:
     due: int
 
 
+@dataclass(frozen=True)
+class _Recipe:
+    """How a candidate was made: the branch search, the projected config, the backend, every knob's
+    value and the KV-load ratio; the replica steps remake it with another config."""
+
+    search: BranchSearch
+    parallel: ParallelConfig
+    backend: str
+    knobs: Mapping[str, Any]
+    ratio: float | None
+
+
 @dataclass
 class _Branch:
     """A branch's progress: its suggestions not yet told, in the order they are told, and its next ask."""
@@ -164,6 +178,7 @@ class RoundLoop:
         self.confirm_from = deadline - CONFIRM_SHARE * (sweep.max_search_seconds or 0.0) if screens and deadline is not None else None
         self.confirming = False  # asking stopped for the confirmations (with a time budget)
         self._confirming: dict[Future, tuple[Candidate, dict[str, Any], str]] = {}
+        self._recipes: dict[str, _Recipe] = {}  # by candidate key: how it was made (_candidate_config)
         self.ended_replays = 0  # replays dropped or ended by the budget, not measured
 
     def run(self) -> list[Candidate]:
@@ -287,17 +302,22 @@ class RoundLoop:
         asked = [item.ask.slot.round for branch in self._branches for item in branch.untold]
         last_round = max([entry[0][0] for entry in self._ledger] + asked, default=0)
         confirmed: dict[str, Candidate] = {}  # screened key → its full replay
+        appended = 0
         while not self.out_of_time:
             view = [confirmed.get(candidate.key, candidate) for candidate in self._ordered_ledger()]
             wave = [(screened, full_candidate(screened.unrolled)) for screened in to_confirm(self.plan.config.goal.objectives, view)]
             wave = [(screened, unrolled, candidate_key(unrolled)) for screened, unrolled in wave]
-            if not wave:  # none to confirm now; rounds' replays still running may bring some
+            if not wave and self._inflight:  # none to confirm now; rounds' replays still running may bring some
                 if not self._rounds_step():
                     break
                 continue
+            stepping = not wave
+            wave = wave or self._replica_steps(view)
+            if not wave:
+                break
             fresh = [entry for entry in wave if entry[2] not in self.measured]
             if fresh:
-                self.meter.begin("confirming in full")
+                self.meter.begin("replaying the best shapes with a replica fewer or more" if stepping else "confirming in full")
                 self.meter.total += len(fresh)
                 futures = self._feeder.submit(evaluate_task, [(self.plan.config, unrolled) for _, unrolled, _ in fresh], CONFIRM_TAG)
                 for future, entry in zip(futures, fresh):
@@ -320,11 +340,15 @@ class RoundLoop:
                     if self.journal:
                         self.journal.append(candidate)
                     self.meter.update(screened.round + 1, candidate)
-            for screened, _, key in wave:
+            for origin, _, key in wave:
                 if key in self.measured:  # else ended by the budget, which also ends the waves
-                    self._ledger.append(((last_round + 1, order[screened.branch], len(confirmed)), self.measured[key]))
-                    confirmed[screened.key] = self.measured[key]
+                    self._ledger.append(((last_round + 1, order[origin.branch], appended), self.measured[key]))
+                    appended += 1
                     self.tally.add(self.measured[key].status)
+                    if not stepping:
+                        confirmed[origin.key] = self.measured[key]
+                        if origin.key in self._recipes:
+                            self._recipes[key] = self._recipes[origin.key]
         while self._rounds_step():
             pass
 
@@ -458,7 +482,8 @@ class RoundLoop:
         _tell(branch.search.study, item.trial_id, candidate)
 
     def _candidate_config(self, search: BranchSearch, params: Mapping[str, Any]) -> dict[str, Any]:
-        """A suggestion projected onto a valid config and unrolled (LookupError: unsupported)."""
+        """A suggestion projected onto a valid config and unrolled (LookupError: unsupported); how
+        it was made is kept by its key, for the replica steps."""
         branch = search.branch
         backend = str(params["backend"]) if search.has_backend_param else branch.backends[0]
         if len(branch.configs) == 1:
@@ -467,11 +492,41 @@ class RoundLoop:
                 raise LookupError(f"pinned config does not support {backend}")
         else:
             parallel = projection.project(branch, backend, params)
-        knobs = knob_values(search.knobs, params)
         ratio = params.get("kv_load_ratio")
+        recipe = _Recipe(search, parallel, backend, knob_values(search.knobs, params), float(ratio) if ratio is not None else None)
+        unrolled = self._unrolled(recipe)
+        self._recipes[candidate_key(unrolled)] = recipe
+        return unrolled
+
+    def _unrolled(self, recipe: _Recipe) -> dict[str, Any]:
         config = self.plan.config
-        unrolled = unroll(config, branch, parallel, backend, knobs, self.winners, float(ratio) if ratio is not None else None)
+        unrolled = unroll(config, recipe.search.branch, recipe.parallel, recipe.backend, recipe.knobs, self.winners, recipe.ratio)
         return {**unrolled, **candidate_fields(self.plan.calibration, unrolled), **screen_fields(config, unrolled)}
+
+    def _replica_steps(self, view: list[Candidate]) -> list[tuple[Candidate, dict[str, Any], str]]:
+        """spica/search/replica_steps.py: the next replicas to try, each (its origin, unrolled, key),
+        none already in `view`; none for a Pareto search."""
+        if self.plan.config.goal.target == "pareto":
+            return []
+        recipes = {candidate.key: self._recipes[candidate.key] for candidate in view if candidate.key in self._recipes}
+
+        def shape_of(candidate: Candidate) -> tuple | None:
+            recipe = recipes.get(candidate.key)
+            return None if recipe is None else (recipe.search.branch.name, recipe.backend, *((p.role, p.shape) for p in recipe.parallel.pools))
+
+        seen = {candidate.key for candidate in view}
+        steps = []
+        for origin in replica_steps.origins(view, shape_of):
+            recipe = recipes[origin.key]
+            for parallel in replica_steps.neighbours(recipe.search.branch.configs, recipe.parallel, recipe.backend):
+                step = replace(recipe, parallel=parallel)
+                unrolled = full_candidate(self._unrolled(step))
+                key = candidate_key(unrolled)
+                if key not in seen:
+                    seen.add(key)
+                    self._recipes[key] = step
+                    steps.append((origin, unrolled, key))
+        return steps
 
 
 def _tell(study: Study, trial_id: int, candidate: Candidate) -> None:

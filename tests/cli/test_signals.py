@@ -288,7 +288,7 @@ def test_a_search_whose_reader_has_gone_finishes_as_usual(tmp_path, leave_nothin
     assert (results / "ledger.json").exists() and _left_in_tmp(results) == []
 
 
-S1_EVALUATIONS = 2 * 10 * 2  # S1's two branches × sweep.max_rounds=10 × candidates_per_round 2
+S1_EVALUATIONS = 2 * 10 * 2 + 2  # S1's two branches × sweep.max_rounds=10 × candidates_per_round 2, and 2 replica steps
 
 
 def _stat(pid: int) -> list[str]:

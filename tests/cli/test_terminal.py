@@ -50,7 +50,8 @@ def test_a_search_in_a_terminal_shows_spicas_progress_and_no_replay_progress_bar
     (tmp_path / "c.yaml").write_text(CONFIG)
     drawn = in_a_terminal([sys.executable, "-m", "spica", "--config-file", "c.yaml", "--results-dir", "out"], tmp_path)
     assert "offline replay" not in drawn  # Replay's own bar, drawn by each worker when stderr is a terminal
-    assert "4/4 evaluations" in drawn and "4 candidates replayed: 4 feasible" in drawn
+    assert "3/4 evaluations" in drawn and "replaying the best shapes with a replica fewer or more | 5/5 evaluations" in drawn
+    assert "5 candidates replayed: 5 feasible" in drawn  # 4 in the rounds, 1 replica step
     assert "\r\x1b[Kspica: enumerating deployments...\r\x1b[Kspica: choosing the load predictor..." in drawn  # redrawn in place
     lines = drawn.replace("\r\n", "\n").split("\n")
     assert len(lines) < 30, drawn  # the table and its notes; progress redrawn in place

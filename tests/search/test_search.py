@@ -272,7 +272,8 @@ def test_min_gpus_finds_the_smallest_deployment_that_meets_the_sla_on_the_moonca
 
 
 def test_min_gpus_default_search_finds_the_grids_answer_in_eight_replays(tmp_path, shared_dir):
-    """The benchmark's min_gpus scenario: the exhaustive grid's 22 candidates answer 5×TP2."""
+    """The benchmark's min_gpus scenario: the exhaustive grid's 22 candidates answer 5×TP2; its
+    rounds find it in eight replays, and a replica step tries 6×TP2 (4×TP2 missed the SLA in them)."""
     config = SmartSearchConfig.from_mapping({
         "search_space": {
             "model_name": "Qwen/Qwen3-32B-FP8", "hardware_sku": "h200_sxm", "gpu_budget": 12, "deployment_mode": ["agg"],
@@ -284,7 +285,9 @@ def test_min_gpus_default_search_finds_the_grids_answer_in_eight_replays(tmp_pat
         "sweep": {"max_rounds": 4, "parallel_evals": 2, "max_eval_seconds": None, "random_seed": 1},
     })
     results = run_smart_search(config, results_dir=tmp_path)
-    assert len(results.ledger) == 8 and results[0].used_gpus == 10
+    assert len(results.ledger) == 9 and results[0].used_gpus == 10
+    assert [(c.unrolled["replicas"], c.status) for c in results.ledger if c.unrolled["tp"] == 2] == [
+        (4, "infeasible"), (5, "feasible"), (6, "feasible")]  # the last one the step
     missed = [c for c in results.ledger if c.status == "infeasible"]
     assert missed and all(c.reason.startswith("sla: mean_") for c in missed)  # the bound missed is kept
 
