@@ -297,7 +297,8 @@ class RoundLoop:
         uncover a screened candidate it hid. Each enters the ledger after the last round. No study
         learns from them: the answer is made of them. Rounds' replays still running are taken
         back meanwhile, and each wave is drawn from the ledger as it stands (with a budget, a
-        screened row back from the rounds late is confirmed too)."""
+        screened row back from the rounds late is confirmed too). Once none is left to confirm, a
+        scalar goal's replica steps (spica/search/replica_steps.py) come in waves the same way."""
         order = {search.branch.name: position for position, search in enumerate(self.searches)}
         asked = [item.ask.slot.round for branch in self._branches for item in branch.untold]
         last_round = max([entry[0][0] for entry in self._ledger] + asked, default=0)
