@@ -124,7 +124,7 @@ def main() -> None:
     }
     figure = Figure(figsize=(9, 5.5), dpi=120)
     axes = figure.add_subplot()
-    ended = "stopped" if stopped else "after"
+    ended = "stopped" if stopped else "done"
     axes.step([seconds / 60 for seconds, _, _ in curve], [volume for _, _, volume in curve], where="post", color="C0",
               linewidth=1.8, label=f"Spica, seed {args.seed}, 2 cores: {record['hypervolume']:,} {ended} at {wall / 60:.0f} min"
                     f"{f' ({len(sittings)} sittings)' if len(sittings) > 1 else ''} ({len(rows)} rows, {screened} screened)")
