@@ -439,12 +439,11 @@ class RoundLoop:
                 break
             for suggestion in suggestions:
                 try:
-                    unrolled = self._candidate_config(search, suggestion.params)
+                    unrolled, key = self._candidate_config(search, suggestion.params)
                 except LookupError as exc:
                     search.study.tell(suggestion.trial_id, None, f"unsupported: {exc}")
                     self.tally.add("unsupported")
                     continue
-                key = candidate_key(unrolled)
                 pending = key in untold or any(key == item[2] for item in current.batch)
                 if key in self.measured and key in self._seen_in_run or pending:
                     self.tally.counts["cache_hits"] += 1
@@ -482,9 +481,9 @@ class RoundLoop:
             self.tally.add(candidate.status)
         _tell(branch.search.study, item.trial_id, candidate)
 
-    def _candidate_config(self, search: BranchSearch, params: Mapping[str, Any]) -> dict[str, Any]:
-        """A suggestion projected onto a valid config and unrolled (LookupError: unsupported); how
-        it was made is kept by its key, for the replica steps."""
+    def _candidate_config(self, search: BranchSearch, params: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+        """A suggestion projected onto a valid config, unrolled, and its key (LookupError:
+        unsupported); how it was made is kept by its key, for the replica steps."""
         branch = search.branch
         backend = str(params["backend"]) if search.has_backend_param else branch.backends[0]
         if len(branch.configs) == 1:
@@ -496,8 +495,9 @@ class RoundLoop:
         ratio = params.get("kv_load_ratio")
         recipe = _Recipe(search, parallel, backend, knob_values(search.knobs, params), float(ratio) if ratio is not None else None)
         unrolled = self._unrolled(recipe)
-        self._recipes[candidate_key(unrolled)] = recipe
-        return unrolled
+        key = candidate_key(unrolled)
+        self._recipes[key] = recipe
+        return unrolled, key
 
     def _unrolled(self, recipe: _Recipe) -> dict[str, Any]:
         config = self.plan.config
