@@ -1,7 +1,8 @@
 """The ledger: every candidate a search measured, lossless, written as it goes.
 
 Each evaluation is appended to `evaluations.jsonl` the moment it finishes, so an interrupted
-run loses nothing and a resumed run reuses every finished replay. `ledger.json` and
+run loses nothing and a resumed run reuses every finished replay; `asks.jsonl` beside it keeps
+what the studies' designers answered, so that it also skips their work. `ledger.json` and
 `ledger.csv` are the complete views written at the end; top-N and the front are views of it.
 """
 
@@ -146,14 +147,47 @@ class Journal:
         return data.get("plan_fingerprint") == self.fingerprint
 
     def append(self, candidate: Candidate) -> None:
-        record = json.dumps(candidate.to_dict(), default=str) + "\n"
-        with self.path.open("a+b") as handle:
-            if handle.tell() > 0:
-                handle.seek(-1, 2)
-                if handle.read(1) != b"\n":
-                    record = "\n" + record  # close a line torn by an interruption
-            handle.write(record.encode())
-            handle.flush()
+        _append_line(self.path, json.dumps(candidate.to_dict(), default=str))
+
+
+class AskJournal:
+    """The studies' AskRecord (spica/study/base.py) in a results folder: each answer of a designer
+    appended as it is made, by its moment. A moment digests the study's id (the plan's
+    fingerprint with it), so a record never answers another plan's study; torn lines are skipped."""
+
+    def __init__(self, folder: Path):
+        self.path = folder / "asks.jsonl"
+        self.recalled = 0
+        self._answers: dict[str, list[dict[str, Any]]] = {}
+        lines = self.path.read_text(errors="replace").splitlines() if self.path.exists() else []
+        for line in lines:
+            try:
+                data = json.loads(line)
+                if isinstance(data, dict) and isinstance(data.get("moment"), str) and isinstance(data.get("points"), list):
+                    self._answers[data["moment"]] = data["points"]
+            except ValueError:
+                continue
+
+    def recall(self, moment: str) -> list[dict[str, Any]] | None:
+        points = self._answers.get(moment)
+        self.recalled += points is not None
+        return points
+
+    def keep(self, moment: str, points: list[dict[str, Any]]) -> None:
+        self._answers[moment] = points
+        _append_line(self.path, json.dumps({"moment": moment, "points": points}, default=str))
+
+
+def _append_line(path: Path, record: str) -> None:
+    """One line appended and flushed; a line torn by an interruption is closed first."""
+    record += "\n"
+    with path.open("a+b") as handle:
+        if handle.tell() > 0:
+            handle.seek(-1, 2)
+            if handle.read(1) != b"\n":
+                record = "\n" + record
+        handle.write(record.encode())
+        handle.flush()
 
 
 def _flat(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from spica.plan import Plan, compile_plan
 from spica.planner.policies import is_static
 from spica.planner.predictors import cached_predictor_sub_sweep
 from spica.results import writer as results_writer
-from spica.results.ledger import Journal
+from spica.results.ledger import AskJournal, Journal
 from spica.results.outcome import SearchResults
 from spica.search import prefill_capacity
 from spica.search.branches import branches_for, searched_branch
@@ -43,7 +43,7 @@ from spica.space import projection
 from spica.space.branches import Branch, ParallelConfig
 from spica.space.enumeration import scored_version
 from spica.study.algorithms import ALGORITHMS, StudyRequest
-from spica.study.base import AskPlan, Objective, Study
+from spica.study.base import AskPlan, AskRecord, Objective, Study
 from spica.study.params import Param
 
 log = logging.getLogger("spica.search")
@@ -129,7 +129,7 @@ def _objectives(config: SmartSearchConfig) -> list[Objective]:
     ]
 
 
-def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> tuple[Study, bool, int | None]:
+def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int, record: AskRecord | None) -> tuple[Study, bool, int | None]:
     """The branch's study, whether backend is a dimension, and the finite pool size (if known)."""
     config = plan.config
     has_backend = len(branch.backends) > 1
@@ -140,19 +140,20 @@ def _study_for(plan: Plan, branch: Branch, knobs: list[Knob], branches: int) -> 
     points = _grid_points(branch, knobs, config, params, None if listed else (POOL_SAMPLE, sweep.seed))
     request = StudyRequest(
         f"spica-{branch.name}", tuple(params), tuple(_objectives(config)), sweep.seed, plan.short_id, points,
-        AskPlan(ask_sizes(sweep), most_pending(sweep, branches)), sweep.designer,
+        AskPlan(ask_sizes(sweep), most_pending(sweep, branches)), sweep.designer, record,
     )
     size = len(points or []) if algorithm.exhaustive else len(points) if points and params and listed else None
     return algorithm.build(request), has_backend, size
 
 
-def open_searches(plan: Plan, branches: list[Branch]) -> list[BranchSearch]:
-    """Each branch's study, opened (a model-based study starts its designer's warm-up)."""
+def open_searches(plan: Plan, branches: list[Branch], record: AskRecord | None = None) -> list[BranchSearch]:
+    """Each branch's study, opened (a model-based study starts its designer's warm-up); `record`
+    keeps their designers' answers for a resume."""
     config = plan.config
     searches = []
     for branch in (searched_branch(config, branch) for branch in branches):
         knobs = branch_knobs(config, branch.mode, branch.quant_knobs())
-        study, has_backend, pool_size = _study_for(plan, branch, knobs, len(branches))
+        study, has_backend, pool_size = _study_for(plan, branch, knobs, len(branches), record)
         searches.append(BranchSearch(branch, knobs, study, has_backend, pool_size))
     return searches
 
@@ -318,8 +319,10 @@ def _search(
         meter.phase("choosing the load predictor")
         winners, predictor_report = _predictor_winners(plan)
         # Studies live in memory for one run: a resume replays them from the journal, asking
-        # the same seeded questions and getting every finished answer back without a replay.
-        searches = open_searches(plan, branches)
+        # the same seeded questions and getting every finished answer back without a replay,
+        # and every answer their designers gave back from asks.jsonl without working it out again.
+        asked = AskJournal(folder) if journal else None
+        searches = open_searches(plan, branches, asked)
         budget = sweep.max_rounds * sweep.per_round
         exhaustive = ALGORITHMS[sweep.algorithm].exhaustive
         total = sum(search.pool_size if exhaustive else min(budget, search.pool_size or budget) for search in searches)
@@ -329,6 +332,8 @@ def _search(
                          deadline=deadline)
         ledger = loop.run()
         meter.close()
+        if asked is not None and asked.recalled:
+            log.info("resuming: %d designer answers taken back from %s", asked.recalled, asked.path)
         best = _merge(config, ledger)
         if loop.out_of_time:  # no spread replays either
             if own_pool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from spica.study.base import AskPlan, Study
+from spica.study.base import AskPlan, AskRecord, Study
 from spica.study.grid import GridStudy
 from spica.study.params import Objective, Param
 
@@ -31,6 +31,7 @@ class StudyRequest:
     points: list[Mapping[str, Any]] | None  # every valid point where the space can be listed, else a seeded sample of them
     asks: AskPlan  # the asks the search plans to make of the study
     designer: str  # sweep.designer
+    record: AskRecord | None = None  # where a model-based study keeps its designer's answers, for a resume
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,12 @@ def _vizier(request: StudyRequest) -> Study:
         request.params or _PINNED,
         request.objectives,
         seed=request.seed,
-        storage_dir=None,  # one run's study: a resume replays it from the journal
+        storage_dir=None,  # one run's study: a resume replays it from the journal and the record
         fingerprint=request.fingerprint,
         algorithm=request.designer,
         candidates=request.points if request.params else None,
         asks=request.asks,
+        record=request.record,
     )
 
 

@@ -26,6 +26,19 @@ class AskPlan:
     pending: int
 
 
+class AskRecord(Protocol):
+    """Where a study keeps what its designer answered, by the moment it was asked (a digest of
+    the study and of every ask and tell before it), so that a resumed search takes each answer
+    back instead of having its designer work it out again: a designer's answer is a function of
+    that moment, and a long study's asks cost more than reading them (spica/results/ledger.py)."""
+
+    def recall(self, moment: str) -> list[dict[str, Any]] | None:
+        """The points answered at `moment`, in trial order; None if it was never asked."""
+        ...
+
+    def keep(self, moment: str, points: list[dict[str, Any]]) -> None: ...
+
+
 @dataclass(frozen=True)
 class Trial:
     """A suggestion and, once told, its outcome. Infeasible trials carry a reason, no metrics."""

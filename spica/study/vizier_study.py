@@ -1,7 +1,9 @@
 """A Spica study backed by a real Vizier study (in-process service, SQLite on disk).
 
 Resumable: opening the same study id again (in any process) loads every trial, and
-trials that were asked but never told are handed out again by the next ask().
+trials that were asked but never told are handed out again by the next ask(). A study that
+lives for one run resumes through its AskRecord instead: its designer's answers are taken
+back at the same moments of the same asks and tells.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from vizier.service import clients
 from vizier.service import pyvizier as svz
 
 from spica.study import engine, fast_designer, vizier_space
-from spica.study.base import AskPlan, RecordedTrials, Trial, check_ask_count
+from spica.study.base import AskPlan, AskRecord, RecordedTrials, Trial, check_ask_count
 from spica.study.params import Objective, Param, Suggestion, check_objectives, check_params, coerce_point, point_key
 from spica.study.points import PointSet
 
@@ -33,7 +35,8 @@ class VizierStudy(RecordedTrials):
     pick only from it, each point once, and ask() returns fewer once it is used up.
     `storage_dir` None keeps the study in memory (Vizier's RAM datastore), for a study that
     lives for one run. `asks` (optional): the asks the caller plans; the fast designer then traces
-    its JAX functions for them in the background from the start.
+    its JAX functions for them in the background from the start. `record` (optional) keeps every
+    answer of the designer and gives back one it kept for the same moment instead of asking again.
     """
 
     def __init__(
@@ -48,6 +51,7 @@ class VizierStudy(RecordedTrials):
         algorithm: str = "fast",
         candidates: Sequence[Mapping[str, Any]] | None = None,
         asks: AskPlan | None = None,
+        record: AskRecord | None = None,
     ) -> None:
         check_params(params)
         check_objectives(objectives)
@@ -65,8 +69,10 @@ class VizierStudy(RecordedTrials):
         self._pool = list(unique.values()) if unique is not None else None
         self._pool_keys = tuple(unique or ())
         self._vizier_id = f"{study_id}.{fingerprint}.{self._definition_digest(seed)}"
+        self._record = record
+        self._moment = _next_moment("", self._vizier_id)
         self._study = self._open(seed, Path(storage_dir) if storage_dir is not None else None, asks)
-        self._trials = {t.id: self._record(t) for t in self._study.trials().get()}
+        self._trials = {t.id: self._trial(t) for t in self._study.trials().get()}
         self._undelivered = [i for i, t in sorted(self._trials.items()) if t.status == "pending"]
 
     def _open(self, seed: int, storage_dir: Path | None, asks: AskPlan | None) -> clients.Study:
@@ -101,19 +107,33 @@ class VizierStudy(RecordedTrials):
             wanted = min(wanted, self._unused_candidates())
         fresh = []
         if wanted > 0:
-            # A fresh client id per call: Vizier first re-serves a client's still-active trials.
-            client_id = f"ask-{max(self._trials, default=0)}"
-            try:
-                suggested = [trial.materialize() for trial in self._study.suggest(count=wanted, client_id=client_id)]
-            except IndexError:
-                # The designer had fewer picks than asked (min_gpus, min_cost: nothing left can beat the best
-                # feasible one) and Vizier's service popped past them: the trials it made before stand.
-                suggested = [trial for trial in self._study.trials().get() if trial.id not in self._trials]
-            for trial in suggested:
-                record = self._record(trial)
+            for trial in self._designed(wanted):
+                record = self._trial(trial)
                 self._trials[record.trial_id] = record
                 fresh.append(record.trial_id)
-        return [Suggestion(i, dict(self._trials[i].params)) for i in resumed + sorted(fresh)]
+        suggestions = [Suggestion(i, dict(self._trials[i].params)) for i in resumed + sorted(fresh)]
+        self._moment = _next_moment(self._moment, ["ask", n, [[s.trial_id, s.params] for s in suggestions]])
+        return suggestions
+
+    def _designed(self, wanted: int) -> list[vz.Trial]:
+        """Up to `wanted` new trials from the designer, or as it answered at this moment before."""
+        # A fresh client id per call: Vizier first re-serves a client's still-active trials.
+        client_id = f"ask-{max(self._trials, default=0)}"
+        moment = _next_moment(self._moment, ["designer", wanted])
+        recalled = self._record.recall(moment) if self._record is not None else None
+        if recalled is not None:  # requested trials are handed out by the service without a designer call
+            for point in recalled:
+                self._study.request(vz.TrialSuggestion(vizier_space.to_vizier(self._params, coerce_point(self._params, point))))
+            return [trial.materialize() for trial in self._study.suggest(count=len(recalled), client_id=client_id)] if recalled else []
+        try:
+            suggested = [trial.materialize() for trial in self._study.suggest(count=wanted, client_id=client_id)]
+        except IndexError:
+            # The designer had fewer picks than asked (min_gpus, min_cost: nothing left can beat the best
+            # feasible one) and Vizier's service popped past them: the trials it made before stand.
+            suggested = [trial for trial in self._study.trials().get() if trial.id not in self._trials]
+        if self._record is not None:
+            self._record.keep(moment, [dict(self._trial(trial).params) for trial in sorted(suggested, key=lambda t: t.id)])
+        return suggested
 
     def tell(
         self, trial_id: int, metrics: Mapping[str, float] | None, infeasible_reason: str | None = None
@@ -125,6 +145,7 @@ class VizierStudy(RecordedTrials):
         else:
             trial.complete(infeasible_reason=told.infeasible_reason)
         self._trials[trial_id] = told
+        self._moment = _next_moment(self._moment, ["tell", trial_id, told.status, dict(told.metrics), told.infeasible_reason])
         if trial_id in self._undelivered:
             self._undelivered.remove(trial_id)
 
@@ -133,7 +154,7 @@ class VizierStudy(RecordedTrials):
         used = {point_key(self._params, t.params) for t in self._trials.values()}
         return sum(key not in used for key in self._pool_keys)
 
-    def _record(self, trial: vz.Trial) -> Trial:
+    def _trial(self, trial: vz.Trial) -> Trial:
         """A Vizier trial as a Spica Trial record."""
         params = vizier_space.from_vizier(self._params, trial.parameters)
         if trial.status.name != "COMPLETED":
@@ -152,6 +173,12 @@ class VizierStudy(RecordedTrials):
             "candidates": [repr(key) for key in self._pool_keys],
         }
         return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _next_moment(moment: str, event: Any) -> str:
+    """The study's moment after `event`: a digest of the one before it and the event (floats
+    exactly, as JSON writes them)."""
+    return hashlib.sha256(json.dumps([moment, event], sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _unique_points(params: Sequence[Param], candidates: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:

@@ -223,3 +223,42 @@ def test_a_feasibility_study_with_fewer_candidates_left_than_asked_answers_fewer
         for x in batch:
             s.tell(x.trial_id, {"gpus": x.params["gpus"]})  # every deployment meets the SLA
     assert len(asked[-1]) < 3 and min(map(min, asked)) == 1
+
+
+class KeptAnswers:
+    """An AskRecord in memory, as AskJournal keeps one in a results folder."""
+
+    def __init__(self, answers=None):
+        self.answers = dict(answers or {})
+        self.recalled = []
+
+    def recall(self, moment):
+        if moment in self.answers:
+            self.recalled.append(moment)
+        return self.answers.get(moment)
+
+    def keep(self, moment, points):
+        self.answers[moment] = points
+
+
+def test_a_study_takes_back_its_designers_answers_at_the_same_moments_only(tmp_path):
+    record = KeptAnswers()
+    first = run_rounds(study(None, storage_dir=None, record=record), 4)
+    assert len(record.answers) == 4 and not record.recalled
+    again = KeptAnswers(record.answers)
+    assert run_rounds(study(None, storage_dir=None, record=again), 4) == first and len(again.recalled) == 4
+
+    # an answer is taken as kept (here: changed), which shows the designer was not asked again ...
+    changed = {moment: list(reversed(points)) for moment, points in record.answers.items()}
+    taken = run_rounds(study(None, storage_dir=None, record=KeptAnswers(changed)), 1)
+    assert taken == [list(reversed(first[0]))]
+    # ... and never at another moment: another seed's study, or one told other results, asks its designer
+    other_seed = KeptAnswers(record.answers)
+    run_rounds(study(None, storage_dir=None, seed=8, record=other_seed), 2)
+    assert not other_seed.recalled
+    told_otherwise = KeptAnswers(record.answers)
+    s = study(None, storage_dir=None, record=told_otherwise)
+    for x in s.ask(2):
+        s.tell(x.trial_id, {"throughput": 1.0})
+    s.ask(2)
+    assert len(told_otherwise.recalled) == 1  # the first ask's moment only
