@@ -9,6 +9,7 @@ what the studies' designers answered, so that it also skips their work. `ledger.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import logging
 import os
@@ -152,18 +153,22 @@ class Journal:
 
 class AskJournal:
     """The studies' AskRecord (spica/study/base.py) in a results folder: each answer of a designer
-    appended as it is made, by its moment. A moment digests the study's id (the plan's
-    fingerprint with it), so a record never answers another plan's study; torn lines are skipped."""
+    appended as it is made, by its moment. A moment digests the study's definition (space, pool,
+    objectives, designer, seed) and history, not the plan's sweep settings, so a resume with a
+    fresh budget takes the answers back; answers made with other `versions` (the plan's) are not
+    taken back. Torn lines are skipped."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, versions: Mapping[str, str]):
         self.path = folder / "asks.jsonl"
+        self.versions = hashlib.sha256(json.dumps(dict(versions), sort_keys=True).encode()).hexdigest()[:16]
         self.recalled = 0
         self._answers: dict[str, list[dict[str, Any]]] = {}
         lines = self.path.read_text(errors="replace").splitlines() if self.path.exists() else []
         for line in lines:
             try:
                 data = json.loads(line)
-                if isinstance(data, dict) and isinstance(data.get("moment"), str) and isinstance(data.get("points"), list):
+                if (isinstance(data, dict) and data.get("versions") == self.versions and isinstance(data.get("moment"), str)
+                        and isinstance(data.get("points"), list)):
                     self._answers[data["moment"]] = data["points"]
             except ValueError:
                 continue
@@ -175,7 +180,7 @@ class AskJournal:
 
     def keep(self, moment: str, points: list[dict[str, Any]]) -> None:
         self._answers[moment] = points
-        _append_line(self.path, json.dumps({"moment": moment, "points": points}, default=str))
+        _append_line(self.path, json.dumps({"versions": self.versions, "moment": moment, "points": points}, default=str))
 
 
 def _append_line(path: Path, record: str) -> None:

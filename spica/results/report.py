@@ -2,6 +2,7 @@
 
     plan.yaml               the frozen plan that produced these results
     evaluations.jsonl       every finished evaluation as it happened (resume source)
+    asks.jsonl              the studies' designers' answers (resume source; spica/results/ledger.py)
     ledger.json / .csv      every candidate: status, reason, metrics, unrolled config
     best.csv                the ranked top (scalar goal) or the Pareto front
     summary.json            tallies, timings, selection, predictor sub-sweep, engine versions, the

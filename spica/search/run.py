@@ -321,7 +321,7 @@ def _search(
         # Studies live in memory for one run: a resume replays them from the journal, asking
         # the same seeded questions and getting every finished answer back without a replay,
         # and every answer their designers gave back from asks.jsonl without working it out again.
-        asked = AskJournal(folder) if journal else None
+        asked = AskJournal(folder, plan.versions) if journal else None
         searches = open_searches(plan, branches, asked)
         budget = sweep.max_rounds * sweep.per_round
         exhaustive = ALGORITHMS[sweep.algorithm].exhaustive

@@ -70,7 +70,8 @@ class VizierStudy(RecordedTrials):
         self._pool_keys = tuple(unique or ())
         self._vizier_id = f"{study_id}.{fingerprint}.{self._definition_digest(seed)}"
         self._record = record
-        self._moment = _next_moment("", self._vizier_id)
+        # not the plan's fingerprint: a time budget or a worker count does not change an answer
+        self._moment = _next_moment("", [study_id, self._definition_digest(seed)])
         self._study = self._open(seed, Path(storage_dir) if storage_dir is not None else None, asks)
         self._trials = {t.id: self._trial(t) for t in self._study.trials().get()}
         self._undelivered = [i for i, t in sorted(self._trials.items()) if t.status == "pending"]

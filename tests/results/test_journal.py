@@ -6,7 +6,7 @@ import pytest
 
 from spica.config.errors import ConfigError
 from spica.core.candidate import Candidate
-from spica.results.ledger import Journal, ensure_results_folder
+from spica.results.ledger import AskJournal, Journal, ensure_results_folder
 
 
 def record(index: int, plan: str = "plan") -> Candidate:
@@ -88,3 +88,19 @@ def test_a_folder_another_user_owns_is_one_line_saying_how_to_hand_it_over(tmp_p
     monkeypatch.setenv("container", "podman")
     with pytest.raises(ConfigError, match=rf"; it belongs to uid {owner}, .*mount the host folder with :U \(podman run -v HOST:{tmp_path}:U\)"):
         ensure_results_folder(tmp_path)
+
+
+def test_the_ask_journal_gives_back_answers_of_its_versions_only_and_skips_a_torn_line(tmp_path):
+    versions = {"spica": "0.1.0", "google-vizier": "0.1.24"}
+    kept = AskJournal(tmp_path, versions)
+    kept.keep("m1", [{"tp": 4, "backend": "vllm"}])
+    kept.keep("m2", [])
+    with (tmp_path / "asks.jsonl").open("a") as handle:
+        handle.write('{"versions": "x", "moment": "m3", "poi')  # torn by an interruption
+    AskJournal(tmp_path, versions).keep("m4", [{"tp": 8, "backend": "sglang"}])  # starts on a new line
+
+    again = AskJournal(tmp_path, versions)
+    assert [again.recall(m) for m in ("m1", "m2", "m3", "m4", "m5")] == [
+        [{"tp": 4, "backend": "vllm"}], [], None, [{"tp": 8, "backend": "sglang"}], None]
+    assert again.recalled == 3
+    assert AskJournal(tmp_path, {**versions, "google-vizier": "0.1.25"}).recall("m1") is None  # another designer's answer
