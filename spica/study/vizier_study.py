@@ -98,10 +98,6 @@ class VizierStudy(RecordedTrials):
 
     def ask(self, n: int) -> list[Suggestion]:
         check_ask_count(n)
-        if any(t.status != "pending" for t in self._trials.values()):  # a model-based ask
-            if self._warming is not None:  # let the warm-up finish rather than trace twice
-                self._warming.result()
-                self._warming = None
         resumed, self._undelivered = self._undelivered[:n], self._undelivered[n:]
         wanted = n - len(resumed)
         if self._pool is not None and engine.DESIGNERS[self._algorithm].pool_aware:
@@ -126,6 +122,9 @@ class VizierStudy(RecordedTrials):
             for point in recalled:
                 self._study.request(vz.TrialSuggestion(vizier_space.to_vizier(self._params, coerce_point(self._params, point))))
             return [trial.materialize() for trial in self._study.suggest(count=len(recalled), client_id=client_id)] if recalled else []
+        if self._warming is not None and any(t.status != "pending" for t in self._trials.values()):
+            self._warming.result()  # a model-based ask: let the warm-up finish rather than trace twice
+            self._warming = None
         try:
             suggested = [trial.materialize() for trial in self._study.suggest(count=wanted, client_id=client_id)]
         except IndexError:
