@@ -206,7 +206,9 @@ def write_ledger(folder: Path, candidates: Iterable[Candidate]) -> tuple[Path, P
     json_path.write_text(json.dumps(rows, indent=1, default=str))
     flat_rows = []
     for row in rows:
-        flat = {key: row[key] for key in ("key", "branch", "round", "status", "reason", "score", "seconds", "plan_fingerprint", "scores_fingerprint")}
+        flat = {key: row[key] for key in ("key", "branch", "round")}
+        flat["replica_step_of"] = row["provenance"].get("replica_step_of")  # the row's shape stepped from (spica/search/replica_steps.py)
+        flat.update({key: row[key] for key in ("status", "reason", "score", "seconds", "plan_fingerprint", "scores_fingerprint")})
         flat.update(_flat("objective.", row["objectives"]))
         flat.update(_flat("metric.", row["metrics"]))
         flat.update(_flat("config.", row["unrolled"]))

@@ -398,7 +398,9 @@ var Spica = (function () {
         el("div", {}, el("h3", { text: "Objectives" }), keyValues(c.objectives, units), el("h3", { text: "Metrics" }), keyValues(c.metrics, {})),
         el("div", {}, el("h3", { text: "Config (unrolled)" }), keyValues(c.config))),
         el("details", {}, el("summary", { text: "Replay input" }), el("pre", { text: JSON.stringify(c.replay, null, 1) })),
-        el("p", { class: "muted", text: "key " + c.key + " · branch " + c.branch + ", round " + c.round + " · replayed in " + fmt(c.seconds) + " s" }));
+        el("p", { class: "muted" }, "key " + c.key + " · branch " + c.branch + ", round " + c.round +
+          (c.step_of ? " · a replica step from " : ""), c.step_of ? el("a", { href: "#candidate=" + encodeURIComponent(c.step_of), text: c.step_of }) : "",
+          " · replayed in " + fmt(c.seconds) + " s"));
       details.scrollIntoView({ block: "nearest" });
       Array.prototype.forEach.call(document.querySelectorAll(".chosen"), function (n) { n.classList.remove("chosen"); });
       Array.prototype.forEach.call(document.querySelectorAll('[data-key="' + CSS.escape(key) + '"]'), function (n) { n.classList.add("chosen"); });
@@ -453,7 +455,8 @@ var Spica = (function () {
       { name: "TPOT ms", value: function (c) { return c.metrics.mean_tpot_ms; } },
       { name: "knobs", value: function (c) { return c.knobs; } },
       { name: "reason", value: function (c) { return c.reason; } },
-      { name: "round", value: function (c) { return Number(c.round); } },
+      { name: "round", value: function (c) { return Number(c.round); },
+        cell: function (c) { return c.step_of ? el("span", { title: "a replica step from " + c.step_of, text: c.round + ", step" }) : String(c.round); } },
       { name: "key", value: function (c) { return c.key; },
         cell: function (c) { return el("a", { href: "#candidate=" + encodeURIComponent(c.key), text: c.key }); } }
     ]);

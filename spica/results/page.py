@@ -79,7 +79,7 @@ def candidate_view(candidate: Candidate, rank: int | None, files: Mapping[str, s
         "group": candidate.group, "system": "/".join(candidate.view.hardware_skus),
         "objectives": _numbers(candidate.objectives), "metrics": _numbers(candidate.metrics), "knobs": knob_summary(candidate),
         "spread": candidate.spread_percent(objective) if objective else None, "files": dict(files) if files else None,
-        "undeployable": undeployable,
+        "undeployable": undeployable, "step_of": candidate.provenance.get("replica_step_of"),
     }
     if with_inputs:
         view.update(config=candidate.unrolled, replay=candidate.replay_input, seconds=candidate.seconds)

@@ -331,16 +331,18 @@ class RoundLoop:
                     break
                 self._rounds_back([future for future in done if future in self._inflight])
                 for future in (future for future in done if future in self._confirming):
-                    screened, unrolled, key = self._confirming.pop(future)
+                    origin, unrolled, key = self._confirming.pop(future)  # the screened row, or the shape stepped from
                     self.clock.forget(future)
                     if future.cancelled():
                         self.ended_replays += 1
                         continue
-                    candidate = _candidate(self.plan, screened.branch, screened.round, key, unrolled, outcome(future))
+                    candidate = _candidate(self.plan, origin.branch, origin.round, key, unrolled, outcome(future))
+                    if stepping:
+                        candidate.provenance = {**candidate.provenance, "replica_step_of": origin.key}
                     self.measured[key] = candidate
                     if self.journal:
                         self.journal.append(candidate)
-                    self.meter.update(screened.round + 1, candidate)
+                    self.meter.update(origin.round + 1, candidate)
             for origin, _, key in wave:
                 if key in self.measured:  # else ended by the budget, which also ends the waves
                     self._ledger.append(((last_round + 1, order[origin.branch], appended), self.measured[key]))

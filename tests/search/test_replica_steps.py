@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 from spica.config import SmartSearchConfig
 from spica.core.candidate import Candidate
 from spica.search import run_smart_search
@@ -63,3 +65,9 @@ def test_a_search_of_one_trial_steps_its_replicas_to_the_best_count_on_the_real_
     assert [c.unrolled["replicas"] for c in results.ledger] == [2, 1, 3, 4]  # the trial, then its steps, then 3×'s
     assert max(goodput, key=goodput.get) == 3 and results[0].unrolled["replicas"] == 3
     assert goodput[3] > 5 * goodput[2]
+    # each step says which row it stepped from: the ledger's provenance and ledger.csv
+    origins = {c.unrolled["replicas"]: c.provenance.get("replica_step_of") for c in results.ledger}
+    keys = {c.unrolled["replicas"]: c.key for c in results.ledger}
+    assert origins == {2: None, 1: keys[2], 3: keys[2], 4: keys[3]}
+    with (tmp_path / "ledger.csv").open(newline="") as handle:
+        assert [row["replica_step_of"] for row in csv.DictReader(handle)] == ["", keys[2], keys[2], keys[3]]
