@@ -2,7 +2,7 @@
 (examples/glm5_b200_72.yaml) stopped by a time budget, then resumed with a fresh one, as a user
 would run the same command again.
 
-    .venv/bin/python benchmarks/bench_resume.py [--seed 1] [--first 600] [--resume 120]
+    .venv/bin/python benchmarks/bench_resume.py [--seed 1] [--first 600] [--resume 300]
 
 Runs `spica --config-file examples/glm5_b200_72.yaml sweep.random_seed=SEED
 sweep.max_search_seconds=FIRST` into a temporary folder, copies it twice, and resumes each copy
@@ -10,7 +10,8 @@ with `sweep.max_search_seconds=RESUME`, one after the other: one as it is, one w
 asks.jsonl, which is how every resume ran before the studies' answers were journaled (each
 study asked its designer again for every answer up to where the search had stopped). For each it
 prints and writes (benchmarks/results/resume.json): seconds from the command's launch until it
-handed out its first replay (the first one the stopped search had not finished), the rows its
+handed out its first replay (the first one the stopped search had not finished; none if its
+budget ran out first), the rows its
 sitting added to evaluations.jsonl, the designer answers it took back, and the seconds its
 studies spent choosing.
 """
@@ -62,7 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--first", type=float, default=600.0, help="the first sitting's budget, seconds")
-    parser.add_argument("--resume", type=float, default=120.0, help="each resumed sitting's budget, seconds")
+    parser.add_argument("--resume", type=float, default=300.0, help="each resumed sitting's budget, seconds")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "resume.json")
     args = parser.parse_args()
 
@@ -81,7 +82,8 @@ def main() -> None:
 
     print(f"\nresumed with a {args.resume:g} s budget    first replay after   rows added   answers taken back   choosing")
     for name, figures in resumed.items():
-        print(f"{name:<34} {figures['first_replay_after_s']:>12} s {figures['rows_added']:>12} "
+        first_replay = "none" if figures["first_replay_after_s"] is None else f"{figures['first_replay_after_s']} s"
+        print(f"{name:<34} {first_replay:>14} {figures['rows_added']:>12} "
               f"{figures['answers_taken_back']:>20} {figures['choosing_s']:>9} s")
     record = {"study": str(STUDY.relative_to(REPO)), "seed": args.seed, "first_budget_s": args.first,
               "resume_budget_s": args.resume, "first_sitting": stopped, "resumed": resumed,
