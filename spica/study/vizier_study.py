@@ -68,10 +68,11 @@ class VizierStudy(RecordedTrials):
             raise ValueError("candidates: empty; pass None to search the whole space")
         self._pool = list(unique.values()) if unique is not None else None
         self._pool_keys = tuple(unique or ())
-        self._vizier_id = f"{study_id}.{fingerprint}.{self._definition_digest(seed)}"
+        definition = self._definition_digest(seed)
+        self._vizier_id = f"{study_id}.{fingerprint}.{definition}"
         self._record = record
         # not the plan's fingerprint: a time budget or a worker count does not change an answer
-        self._moment = _next_moment("", [study_id, self._definition_digest(seed)])
+        self._moment = _next_moment("", [study_id, definition])
         self._study = self._open(seed, Path(storage_dir) if storage_dir is not None else None, asks)
         self._trials = {t.id: self._trial(t) for t in self._study.trials().get()}
         self._undelivered = [i for i, t in sorted(self._trials.items()) if t.status == "pending"]
