@@ -348,6 +348,8 @@ class RoundLoop:
                     self._ledger.append(((last_round + 1, order[origin.branch], appended), self.measured[key]))
                     appended += 1
                     self.tally.add(self.measured[key].status)
+                    if all(key != entry[2] for entry in fresh):  # measured by an earlier, interrupted run
+                        self.tally.counts["cache_hits"] += 1
                     if not stepping:
                         confirmed[origin.key] = self.measured[key]
                         if origin.key in self._recipes:

@@ -11,6 +11,7 @@ from spica.search.pool import InlinePool
 from spica.search.replica_steps import STEP_MARGIN, neighbours, origins
 from spica.space.branches import BackendFit, ParallelConfig, RolePool
 from spica.space.shapes import WorkerShape
+from tests.search.test_search import CountingPool
 
 
 def config(*pools: tuple[str, int, int], backends=("vllm",)) -> ParallelConfig:
@@ -71,3 +72,8 @@ def test_a_search_of_one_trial_steps_its_replicas_to_the_best_count_on_the_real_
     assert origins == {2: None, 1: keys[2], 3: keys[2], 4: keys[3]}
     with (tmp_path / "ledger.csv").open(newline="") as handle:
         assert [row["replica_step_of"] for row in csv.DictReader(handle)] == ["", keys[2], keys[2], keys[3]]
+    # run again into the folder: every row, the steps too, comes back from the journal and counts as a cache hit
+    pool = CountingPool()
+    again = run_smart_search(config, results_dir=tmp_path, pool=pool)
+    assert [c.key for c in again.ledger] == [c.key for c in results.ledger] and not pool.replayed
+    assert again.tallies["cache_hits"] == 4
