@@ -2,7 +2,7 @@
 samples) run here as a user would, and its front's hypervolume over wall time beside upstream's
 published figure (640 samples, 12 h 07 m, 8 workers: 61,093) and SemiAnalysis's measured front.
 
-    .venv/bin/python benchmarks/glm5_study.py [--seed 1] [--results DIR] [--out FILE] [--resume]
+    .venv/bin/python benchmarks/glm5_study.py [--seed 1] [--results DIR] [--out FILE] [--resume | --redraw]
 
 Runs `spica --config-file examples/glm5_b200_72.yaml sweep.random_seed=SEED results_dir=DIR` (no
 time budget) and reads its journal (evaluations.jsonl: a row per finished replay, in the order
@@ -88,6 +88,32 @@ def _earlier_sittings(args: argparse.Namespace, parser: argparse.ArgumentParser)
     return {"sittings_s": record.get("sittings_s") or [record["wall_s"]], "curve": record["curve"]}
 
 
+def draw(record: dict, out: Path) -> None:
+    """The record's curve beside upstream's figure and SemiAnalysis's measured front, as a png."""
+    curve, wall, sittings = record["curve"], record["wall_s"], record["sittings_s"]
+    figure = Figure(figsize=(9, 5.5), dpi=120)
+    axes = figure.add_subplot()
+    ended = "stopped" if record["stopped"] else "done"
+    axes.step([point["seconds"] / 60 for point in curve], [point["hypervolume"] for point in curve], where="post", color="C0",
+              linewidth=1.8, label=f"Spica, seed {record['seed']}, 2 cores: {record['hypervolume']:,} {ended} at {wall / 60:.0f} min"
+                    f"{f' ({len(sittings)} sittings)' if len(sittings) > 1 else ''} ({record['rows']} rows, {record['screened']} screened)")
+    axes.axhline(UPSTREAM_HYPERVOLUME, color="crimson", linestyle=":",
+                 label=f"upstream Spica: {UPSTREAM_HYPERVOLUME:,} after 640 samples in 12 h 07 m (8 workers)")
+    measured = record["semianalysis_measured_hypervolume"]
+    axes.axhline(measured, color="black", linestyle="--", label=f"SemiAnalysis measured (InferenceX): {measured:,}")
+    for mark in MARKS_S:
+        axes.axvline(mark / 60, color="grey", linewidth=0.6, alpha=0.6)
+    axes.set_xlabel("wall minutes")
+    axes.set_ylabel("front hypervolume, ref (0, 0) (tok/s/user × tok/s/GPU)")
+    axes.set_title("Upstream's GLM-5-FP8 / 72 B200 study: front hypervolume over wall time", fontsize=11)
+    axes.set_xlim(left=0)
+    axes.set_ylim(bottom=0)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8, loc="lower right")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, format="png")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
@@ -95,7 +121,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "glm5_study.png")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the study stopped in --results, whose record is --out's json")
+    parser.add_argument("--redraw", action="store_true", help="only draw --out again from its json record")
     args = parser.parse_args()
+    if args.redraw:
+        draw(json.loads(args.out.with_suffix(".json").read_text()), args.out)
+        return
     earlier = _earlier_sittings(args, parser) if args.resume else {"sittings_s": [], "curve": []}
     if args.results.exists() and not args.resume:
         parser.error(f"{args.results} exists: the study must start from nothing (give another --results, or --resume)")
@@ -122,26 +152,7 @@ def main() -> None:
         "semianalysis_measured_hypervolume": measured,
         "curve": [{"seconds": seconds, "rows": count, "hypervolume": volume} for seconds, count, volume in curve],
     }
-    figure = Figure(figsize=(9, 5.5), dpi=120)
-    axes = figure.add_subplot()
-    ended = "stopped" if stopped else "done"
-    axes.step([seconds / 60 for seconds, _, _ in curve], [volume for _, _, volume in curve], where="post", color="C0",
-              linewidth=1.8, label=f"Spica, seed {args.seed}, 2 cores: {record['hypervolume']:,} {ended} at {wall / 60:.0f} min"
-                    f"{f' ({len(sittings)} sittings)' if len(sittings) > 1 else ''} ({len(rows)} rows, {screened} screened)")
-    axes.axhline(UPSTREAM_HYPERVOLUME, color="crimson", linestyle=":",
-                 label=f"upstream Spica: {UPSTREAM_HYPERVOLUME:,} after 640 samples in 12 h 07 m (8 workers)")
-    axes.axhline(measured, color="black", linestyle="--", label=f"SemiAnalysis measured (InferenceX): {measured:,}")
-    for mark in MARKS_S:
-        axes.axvline(mark / 60, color="grey", linewidth=0.6, alpha=0.6)
-    axes.set_xlabel("wall minutes")
-    axes.set_ylabel("front hypervolume, ref (0, 0) (tok/s/user × tok/s/GPU)")
-    axes.set_title("Upstream's GLM-5-FP8 / 72 B200 study: front hypervolume over wall time", fontsize=11)
-    axes.set_xlim(left=0)
-    axes.set_ylim(bottom=0)
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=8, loc="lower right")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(args.out, format="png")
+    draw(record, args.out)
     args.out.with_suffix(".json").write_text(json.dumps(record, indent=1))
     print(f"wall {wall:.0f} s, {len(rows)} rows ({screened} screened), hypervolume {record['hypervolume']:,}; "
           f"{', '.join(f'at {mark} {volume:,}' for mark, volume in at.items())}; wrote {args.out} and {args.out.with_suffix('.json')}")
