@@ -178,8 +178,7 @@ class AskJournal:
         self.recalled += points is not None
         return points
 
-    def keep(self, moment: str, points: list[dict[str, Any]]) -> None:
-        self._answers[moment] = points
+    def keep(self, moment: str, points: list[dict[str, Any]]) -> None:  # a run never meets a moment twice: the file only
         _append_line(self.path, json.dumps({"versions": self.versions, "moment": moment, "points": points}, default=str))
 
 

@@ -317,6 +317,7 @@ class RoundLoop:
             if not wave:
                 break
             fresh = [entry for entry in wave if entry[2] not in self.measured]
+            replayed = {key for _, _, key in fresh}
             if fresh:
                 self.meter.begin("replaying the best shapes with a replica fewer or more" if stepping else "confirming in full")
                 self.meter.total += len(fresh)
@@ -348,7 +349,7 @@ class RoundLoop:
                     self._ledger.append(((last_round + 1, order[origin.branch], appended), self.measured[key]))
                     appended += 1
                     self.tally.add(self.measured[key].status)
-                    if all(key != entry[2] for entry in fresh):  # measured by an earlier, interrupted run
+                    if key not in replayed:  # measured by an earlier, interrupted run
                         self.tally.counts["cache_hits"] += 1
                     if not stepping:
                         confirmed[origin.key] = self.measured[key]
