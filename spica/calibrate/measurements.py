@@ -14,6 +14,7 @@ The silicon CSV needs care; each trap below was checked on the shipped file:
   although they ran on tp GPUs (their twins in the 2026-03-25 dump measured the same TTFT and
   TPOT): the id's `_tpX_epY_` gives the real width. Such twins are read once.
 - disagg rows leave the worker counts empty: they cannot be replayed as measured.
+- the KV cache's dtype is not a column: the row's `precision` implies it (spica/calibrate/replayed.py).
 A row Spica cannot express is returned as a `Skipped` with a reason, never guessed at.
 """
 
@@ -56,6 +57,7 @@ class Measurement:
     ttft_ms: float
     tpot_ms: float
     quant: tuple[tuple[str, str], ...] = ()  # (field, mode) as measured, e.g. ("gemm_quant_mode", "fp8")
+    precision: str | None = None  # the checkpoint's precision as a silicon row names it (fp8, fp4, bf16, ...)
     candidate: dict | None = field(default=None, compare=False)  # an AIPerf point: the candidate it measured
 
     @property
@@ -175,6 +177,7 @@ def _silicon_row(row: dict[str, str], where: str) -> Measurement | Skipped:
         ttft_ms=ttft,
         tpot_ms=tpot,
         quant=quant,
+        precision=(row.get("precision") or "").strip() or None,
     )
 
 

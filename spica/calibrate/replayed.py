@@ -2,10 +2,10 @@
 
 Each `Measurement` becomes a SmartSearchConfig that pins exactly what was measured — model,
 system, backend, the perf-data version nearest the measured engine, mode, shape and worker
-counts, the measured quant modes where the perf data holds them, round-robin routing, no
-Planner, a closed loop at the measured concurrency with the measured isl/osl — and the one
-candidate that config allows is unrolled (`spica.search.unroll`) and scored by
-`spica.evaluation.evaluate`, exactly as a search would score it.
+counts, the measured quant modes where the perf data holds them (the KV cache's as the row's
+precision implies), round-robin routing, no Planner, a closed loop at the measured concurrency
+with the measured isl/osl — and the one candidate that config allows is unrolled
+(`spica.search.unroll`) and scored by `spica.evaluation.evaluate`, exactly as a search would score it.
 
 The engine settings a silicon row does not record are each engine's own serving defaults:
 8,192 batched tokens (vLLM's V1 server default, SGLang's chunked prefill size, TensorRT-LLM's
@@ -35,6 +35,13 @@ from spica.space.branches import RolePool
 from spica.space.shapes import bundled_models, load_model_info
 
 ENGINE_DEFAULTS = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024}
+KV_CACHE_OF_PRECISION = {"fp8": "fp8", "fp4": "fp8", "bf16": "bfloat16"}
+"""The KV cache a silicon row's `precision` implies (the CSV has no column for it): AI Configurator
+reads an fp8 or nvfp4 checkpoint as one with an fp8 KV cache (its precision profiles, and its reading
+of a checkpoint's quantization config), and the measurements agree. On Qwen3-32B / h100_sxm /
+TensorRT-LLM, rows at 64-128 requests of 2-4k tokens on one or two GPUs measured 1.4-6.4 s TTFT;
+replayed with a bfloat16 pool (half the tokens) they queued for 6-26 s, with an fp8 pool 1.4-2.4 s
+(docs/fidelity.md, "The KV cache behind the pool")."""
 REQUESTS_PER_CONCURRENCY = 10
 """Requests replayed per request in flight: enough waves that the start and end of the run
 (the ramp a benchmark client's warm-up hides) weigh little in the means."""
@@ -129,8 +136,9 @@ def measured_config(
         space[f"{role}_max_num_seqs"] = [max(engine["max_num_seqs"], point.concurrency if role != "prefill" else 1)]
     supported = capacity.supported_quant_modes(point.system, point.backend, version)
     unmeasured = dict(unmeasured or {})
+    implied = [("kvcache_quant_mode", KV_CACHE_OF_PRECISION[point.precision])] if point.precision in KV_CACHE_OF_PRECISION else []
     defaults = [(name, unmeasured.pop(name)) for name in QUANT_NAMES if name in unmeasured]
-    for name, mode in (*defaults, *point.quant):  # what the point records comes last, and wins
+    for name, mode in (*implied, *defaults, *point.quant):  # what the point records comes last, and wins
         if mode in supported.get(name, []):
             space[name] = mode
     space.update({name: value for name, value in unmeasured.items() if name not in space})

@@ -44,6 +44,13 @@ def test_the_shipped_csv_reads_whole_with_every_left_out_row_counted_by_reason()
     assert all(p.ttft_ms > 0 and p.tpot_ms > 0 and p.concurrency > 0 for p in points)
 
 
+def test_a_rows_precision_is_read_where_the_file_has_the_column(tmp_path):
+    (fp8, blank) = read_silicon_csv(write(tmp_path / "p.csv", [row(precision="fp8"), row(precision="", osl=512)], COLUMNS + ["precision"]))
+    assert (fp8.precision, blank.precision) == ("fp8", None)
+    (without,) = read_silicon_csv(write(tmp_path / "q.csv", [row()]))
+    assert without.precision is None
+
+
 def test_a_dep_rows_concurrency_is_the_recorded_total_not_the_per_rank_batch(tmp_path):
     dep = row(id="dsr1_b200_trtllm_fp4_agg_1024x1024_c256_cfg192", silicon_data_source="db-dump/2026-04-27; silicon_concurrency=256",
               model_path="deepseek-ai/DeepSeek-R1", backend="trtllm", batch_size=16, tp_size=1, attention_dp_size=16, moe_tp_size=4, moe_ep_size=4)

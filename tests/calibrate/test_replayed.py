@@ -66,3 +66,18 @@ def test_a_wide_expert_parallel_point_is_pinned_on_an_nvl72_rack_only():
         measured_candidate(point(system="gb200", **dep32))
     with pytest.raises(UserError, match="^worker_too_wide: .*beyond_nvlink_domain: a 32-GPU wide-EP worker"):
         measured_candidate(point(system="b200_sxm", **dep32), unmeasured={"fmha_quant_mode": "bfloat16"})
+
+
+@pytest.mark.parametrize("precision, unmeasured, expected, kv_tokens", [
+    ("fp8", {}, "fp8", 318_208),  # an fp8 checkpoint's KV cache: twice the tokens of bfloat16 on the same memory
+    ("fp4", {}, "fp8", 318_208),
+    ("bf16", {}, "bfloat16", 159_104),
+    (None, {}, None, 159_104),  # no precision: the checkpoint's own (Qwen3-32B: bfloat16)
+    ("fp8", {"kvcache_quant_mode": "bfloat16"}, "bfloat16", 159_104),  # what the user sets wins over what a precision implies
+])
+def test_a_silicon_rows_precision_sets_the_kv_cache_it_was_measured_with(precision, unmeasured, expected, kv_tokens):
+    """Qwen3-32B fp8 on one H100 with TensorRT-LLM: the pool a measured row ran with (AIC's memory model)."""
+    measured = point(backend="trtllm", version="1.0.0rc3", shape=WorkerShape(tp=1), precision=precision,
+                     quant=(("gemm_quant_mode", "fp8"),))
+    _, candidate = measured_candidate(measured, unmeasured=unmeasured)
+    assert (candidate.get("kvcache_quant_mode"), candidate["agg_kv_capacity_tokens"]) == (expected, kv_tokens)
