@@ -14,7 +14,8 @@ The silicon CSV needs care; each trap below was checked on the shipped file:
   although they ran on tp GPUs (their twins in the 2026-03-25 dump measured the same TTFT and
   TPOT): the id's `_tpX_epY_` gives the real width. Such twins are read once.
 - disagg rows leave the worker counts empty: they cannot be replayed as measured.
-- the KV cache's dtype is not a column: the row's `precision` implies it (spica/calibrate/replayed.py).
+- the KV cache's and context attention's modes are not columns: the row's `precision` implies them
+  (spica/calibrate/replayed.py).
 A row Spica cannot express is returned as a `Skipped` with a reason, never guessed at.
 """
 

@@ -2,10 +2,11 @@
 
 Each `Measurement` becomes a SmartSearchConfig that pins exactly what was measured — model,
 system, backend, the perf-data version nearest the measured engine, mode, shape and worker
-counts, the measured quant modes where the perf data holds them (the KV cache's as the row's
-precision implies), round-robin routing, no Planner, a closed loop at the measured concurrency
-with the measured isl/osl — and the one candidate that config allows is unrolled
-(`spica.search.unroll`) and scored by `spica.evaluation.evaluate`, exactly as a search would score it.
+counts, the measured quant modes where the perf data holds them (the KV cache's and context
+attention's as the row's precision implies), round-robin routing, no Planner, a closed loop at
+the measured concurrency with the measured isl/osl — and the one candidate that config allows is
+unrolled (`spica.search.unroll`) and scored by `spica.evaluation.evaluate`, exactly as a search
+would score it.
 
 The engine settings a silicon row does not record are each engine's own serving defaults:
 8,192 batched tokens (vLLM's V1 server default, SGLang's chunked prefill size, TensorRT-LLM's
@@ -35,13 +36,18 @@ from spica.space.branches import RolePool
 from spica.space.shapes import bundled_models, load_model_info
 
 ENGINE_DEFAULTS = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024}
-KV_CACHE_OF_PRECISION = {"fp8": "fp8", "fp4": "fp8", "bf16": "bfloat16"}
-"""The KV cache a silicon row's `precision` implies (the CSV has no column for it): AI Configurator
-reads an fp8 or nvfp4 checkpoint as one with an fp8 KV cache (its precision profiles, and its reading
-of a checkpoint's quantization config), and the measurements agree. On Qwen3-32B / h100_sxm /
-TensorRT-LLM, rows at 64-128 requests of 2-4k tokens on one or two GPUs measured 1.4-6.4 s TTFT;
-replayed with a bfloat16 pool (half the tokens) they queued for 6-26 s, with an fp8 pool 1.4-2.4 s
-(docs/fidelity.md, "The KV cache behind the pool")."""
+QUANT_OF_PRECISION = {
+    "fp8": {"kvcache_quant_mode": "fp8", "fmha_quant_mode": "fp8"},
+    "fp4": {"kvcache_quant_mode": "fp8", "fmha_quant_mode": "fp8"},
+    "bf16": {"kvcache_quant_mode": "bfloat16", "fmha_quant_mode": "bfloat16"},
+}
+"""The KV cache and context attention a silicon row's `precision` implies (the CSV has no column
+for either): AI Configurator reads an fp8 or nvfp4 checkpoint as one with an fp8 KV cache and fp8
+context attention (its precision profiles, and its reading of a checkpoint's quantization config),
+and the measurements agree. On Qwen3-32B / h100_sxm / TensorRT-LLM, rows at 64-128 requests of
+2-4k tokens on one or two GPUs measured 1.4-6.4 s TTFT; replayed with a bfloat16 pool (half the
+tokens) they queued for 6-26 s, with an fp8 pool 1.4-2.4 s. AIS times an fp8 KV cache on SGLang
+only beside fp8 context attention (docs/fidelity.md, "The KV cache behind the pool")."""
 REQUESTS_PER_CONCURRENCY = 10
 """Requests replayed per request in flight: enough waves that the start and end of the run
 (the ramp a benchmark client's warm-up hides) weigh little in the means."""
@@ -108,12 +114,13 @@ def bundled_name(model: str) -> str:
 
 def measured_config(
     point: Measurement, *, length_spread: float | None = None, client_start: str | None = None,
-    unmeasured: Mapping[str, Any] | None = None,
+    unmeasured: Mapping[str, Any] | None = None, implied: Mapping[str, str] | None = None,
 ) -> SmartSearchConfig:
     """The SmartSearchConfig that pins `point` (UserError with the reason when it cannot).
     `unmeasured` sets search_space fields the point does not record (what it records wins): e.g.
     {"fmha_quant_mode": "bfloat16"} where AIS holds context attention in that mode only, or a disagg
-    KV transfer rate (`kv_transfer_bandwidth_gbps` with `kv_bytes_per_token`)."""
+    KV transfer rate (`kv_transfer_bandwidth_gbps` with `kv_bytes_per_token`). `implied`: the quant
+    modes taken from its precision (None: all of QUANT_OF_PRECISION's), below both."""
     versions = capacity.perf_data_versions(point.system, point.backend)
     version = nearest_version(point.backend_version, versions)
     if version is None:
@@ -136,9 +143,9 @@ def measured_config(
         space[f"{role}_max_num_seqs"] = [max(engine["max_num_seqs"], point.concurrency if role != "prefill" else 1)]
     supported = capacity.supported_quant_modes(point.system, point.backend, version)
     unmeasured = dict(unmeasured or {})
-    implied = [("kvcache_quant_mode", KV_CACHE_OF_PRECISION[point.precision])] if point.precision in KV_CACHE_OF_PRECISION else []
+    implied = QUANT_OF_PRECISION.get(point.precision or "", {}) if implied is None else implied
     defaults = [(name, unmeasured.pop(name)) for name in QUANT_NAMES if name in unmeasured]
-    for name, mode in (*implied, *defaults, *point.quant):  # what the point records comes last, and wins
+    for name, mode in (*implied.items(), *defaults, *point.quant):  # what the point records comes last, and wins
         if mode in supported.get(name, []):
             space[name] = mode
     space.update({name: value for name, value in unmeasured.items() if name not in space})
@@ -192,7 +199,23 @@ def _pin(point: Measurement, moe: bool) -> dict[str, Any]:
 
 
 def measured_candidate(point: Measurement, **options: Any) -> tuple[SmartSearchConfig, dict[str, Any]]:
-    """(the pinning config, its one unrolled candidate); UserError / LookupError with the reason."""
+    """(the pinning config, its one unrolled candidate); UserError / LookupError with the reason.
+    Of the quant modes the point's precision implies, as many as AIS can time its shape with: both,
+    else the KV cache's alone, else neither (AIS holds no fp8 context MLA for DeepSeek on h200_sxm
+    SGLang, and an fp8 KV cache on SGLang only beside fp8 context attention)."""
+    implied = QUANT_OF_PRECISION.get(point.precision or "", {})
+    kv_cache_only = {name: mode for name, mode in implied.items() if name == "kvcache_quant_mode"}
+    for modes in (implied, kv_cache_only):
+        if modes:
+            try:
+                return _measured_candidate(point, implied=modes, **options)
+            except UserError as exc:
+                if not str(exc).startswith("no_perf_data: "):
+                    raise
+    return _measured_candidate(point, implied={}, **options)
+
+
+def _measured_candidate(point: Measurement, **options: Any) -> tuple[SmartSearchConfig, dict[str, Any]]:
     config = measured_config(point, **options)
     if point.candidate is not None:  # measured by a benchmark client: the deployment Spica wrote, as it was
         return config, dict(point.candidate)

@@ -69,15 +69,29 @@ def test_a_wide_expert_parallel_point_is_pinned_on_an_nvl72_rack_only():
 
 
 @pytest.mark.parametrize("precision, unmeasured, expected, kv_tokens", [
-    ("fp8", {}, "fp8", 318_208),  # an fp8 checkpoint's KV cache: twice the tokens of bfloat16 on the same memory
-    ("fp4", {}, "fp8", 318_208),
-    ("bf16", {}, "bfloat16", 159_104),
-    (None, {}, None, 159_104),  # no precision: the checkpoint's own (Qwen3-32B: bfloat16)
-    ("fp8", {"kvcache_quant_mode": "bfloat16"}, "bfloat16", 159_104),  # what the user sets wins over what a precision implies
+    ("fp8", {}, ("fp8", "fp8"), 318_208),  # an fp8 checkpoint's KV cache: twice the tokens of bfloat16 on the same memory
+    ("fp4", {}, ("fp8", "fp8"), 318_208),
+    ("bf16", {}, ("bfloat16", "bfloat16"), 159_104),
+    (None, {}, (None, None), 159_104),  # no precision: the checkpoint's own (Qwen3-32B: bfloat16)
+    ("fp8", {"kvcache_quant_mode": "bfloat16", "fmha_quant_mode": "bfloat16"}, ("bfloat16", "bfloat16"), 159_104),  # the user's modes win
 ])
 def test_a_silicon_rows_precision_sets_the_kv_cache_it_was_measured_with(precision, unmeasured, expected, kv_tokens):
     """Qwen3-32B fp8 on one H100 with TensorRT-LLM: the pool a measured row ran with (AIC's memory model)."""
     measured = point(backend="trtllm", version="1.0.0rc3", shape=WorkerShape(tp=1), precision=precision,
                      quant=(("gemm_quant_mode", "fp8"),))
     _, candidate = measured_candidate(measured, unmeasured=unmeasured)
-    assert (candidate.get("kvcache_quant_mode"), candidate["agg_kv_capacity_tokens"]) == (expected, kv_tokens)
+    modes = (candidate.get("kvcache_quant_mode"), candidate.get("fmha_quant_mode"))
+    assert (modes, candidate["agg_kv_capacity_tokens"]) == (expected, kv_tokens)
+
+
+def test_of_what_a_precision_implies_a_row_takes_as_much_as_ais_can_time():
+    """DeepSeek-V3 fp8 on h200_sxm with SGLang: AIS holds no fp8 context MLA there, so the row keeps
+    the fp8 KV cache and its checkpoint's context attention; Llama-3.1-8B there is timed with both."""
+    deepseek = point(model="deepseek-ai/DeepSeek-V3", system="h200_sxm", backend="sglang", version="0.5.9", precision="fp8",
+                     shape=WorkerShape(tp=8, moe_tp=8), quant=(("gemm_quant_mode", "fp8"), ("moe_quant_mode", "fp8_block")))
+    _, candidate = measured_candidate(deepseek)
+    assert (candidate.get("kvcache_quant_mode"), candidate.get("fmha_quant_mode")) == ("fp8", None)
+    llama = point(model="meta-llama/Llama-3.1-8B-Instruct", system="h200_sxm", backend="sglang", version="0.5.6.post2",
+                  precision="fp8", shape=WorkerShape(tp=1), quant=(("gemm_quant_mode", "fp8_block"),))
+    _, candidate = measured_candidate(llama)
+    assert (candidate.get("kvcache_quant_mode"), candidate.get("fmha_quant_mode")) == ("fp8", "fp8")
