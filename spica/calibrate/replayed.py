@@ -120,7 +120,7 @@ def measured_config(
     `unmeasured` sets search_space fields the point does not record (what it records wins): e.g.
     {"fmha_quant_mode": "bfloat16"} where AIS holds context attention in that mode only, or a disagg
     KV transfer rate (`kv_transfer_bandwidth_gbps` with `kv_bytes_per_token`). `implied`: the quant
-    modes taken from its precision (None: all of QUANT_OF_PRECISION's), below both."""
+    modes its precision implies that AIS can time (`measured_candidate` chooses them), below both."""
     versions = capacity.perf_data_versions(point.system, point.backend)
     version = nearest_version(point.backend_version, versions)
     if version is None:
@@ -143,9 +143,8 @@ def measured_config(
         space[f"{role}_max_num_seqs"] = [max(engine["max_num_seqs"], point.concurrency if role != "prefill" else 1)]
     supported = capacity.supported_quant_modes(point.system, point.backend, version)
     unmeasured = dict(unmeasured or {})
-    implied = QUANT_OF_PRECISION.get(point.precision or "", {}) if implied is None else implied
     defaults = [(name, unmeasured.pop(name)) for name in QUANT_NAMES if name in unmeasured]
-    for name, mode in (*implied.items(), *defaults, *point.quant):  # what the point records comes last, and wins
+    for name, mode in (*(implied or {}).items(), *defaults, *point.quant):  # what the point records comes last, and wins
         if mode in supported.get(name, []):
             space[name] = mode
     space.update({name: value for name, value in unmeasured.items() if name not in space})
