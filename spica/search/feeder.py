@@ -54,6 +54,12 @@ class Feeder:
         self._feed()
         return futures
 
+    def narrow(self, workers: int) -> None:
+        """From now on, at most `workers` replays at a time (those running go on): a search's
+        confirmations against a time budget, spica/search/rounds.py."""
+        with self._lock:
+            self.workers = max(1, min(self.workers, workers))
+
     def drop_held(self) -> None:
         """Cancel what is held, and go on taking replays (a search's confirmations, after its rounds)."""
         with self._lock:

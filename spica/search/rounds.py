@@ -20,8 +20,12 @@ is not journaled, so the same command resumes it, with a fresh budget.
 
 Screening (spica/evaluation/screening.py) adds one step after the rounds: the screened candidates
 that may be on the answer are replayed in full (`_confirm`); with a time budget, asking stops
-once CONFIRM_SHARE of it is left, to leave them that time. A scalar goal's search then steps the
-best shapes' replicas (spica/search/replica_steps.py), in the same waves.
+once CONFIRM_SHARE of it is left, to leave them that time, and they run one per core: a replay
+the budget ends is lost, and with more workers than cores (upstream's GLM-5 study,
+examples/glm5_b200_72.yaml: 8 on 2 cores) every confirmation shared the cores and came back late,
+so the budget ended a pool's worth of them half done. One per core, the most promising come back
+first and at most a core's worth is cut. A scalar goal's search then steps the best shapes'
+replicas (spica/search/replica_steps.py), in the same waves.
 """
 
 from __future__ import annotations
@@ -304,6 +308,8 @@ class RoundLoop:
         last_round = max([entry[0][0] for entry in self._ledger] + asked, default=0)
         confirmed: dict[str, Candidate] = {}  # screened key → its full replay
         appended = 0
+        if self.deadline is not None:
+            self._feeder.narrow(self.idle.cores)
         while not self.out_of_time:
             view = [confirmed.get(candidate.key, candidate) for candidate in self._ordered_ledger()]
             wave = [(screened, full_candidate(screened.unrolled)) for screened in to_confirm(self.plan.config.goal.objectives, view)]

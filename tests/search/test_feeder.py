@@ -86,3 +86,19 @@ def test_a_dead_pool_reaches_the_loop_through_the_future():
     (future,) = Feeder(_Dead(workers=2), lambda tag: 0.0).submit(str, ["x"], "agg")
     with pytest.raises(DeadPoolError):
         future.result(timeout=0)
+
+
+def test_narrowed_it_hands_out_no_more_than_the_new_width_while_those_running_go_on():
+    """A budgeted search's confirmations, one per core (spica/search/rounds.py)."""
+    pool = _HandPool(workers=3)
+    feeder = Feeder(pool, lambda tag: 0.0)
+    feeder.submit(str, ["x", "y", "z"], "agg")
+    feeder.narrow(1)
+    feeder.submit(str, ["c1", "c2"], "confirmations")
+    pool.finish("x")
+    pool.finish("y")
+    assert pool.started == ["x", "y", "z"]  # z still runs: one at a time means none more yet
+    pool.finish("z")
+    assert pool.started == ["x", "y", "z", "c1"]
+    pool.finish("c1")
+    assert pool.started[-1] == "c2"

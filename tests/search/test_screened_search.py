@@ -4,6 +4,7 @@ the screened candidates near the best are replayed in full, and only full replay
 from __future__ import annotations
 
 import json
+import threading
 from concurrent.futures import Future
 
 import pytest
@@ -11,7 +12,7 @@ from results_checks import check_results_folder
 
 from spica.evaluation import screening
 from spica.results.table import format_results
-from spica.search import run_smart_search
+from spica.search import clocks, run_smart_search
 from spica.search.pool import InlinePool
 from spica.search.unroll import candidate_key
 
@@ -99,3 +100,41 @@ def test_with_a_budget_a_screened_row_back_during_confirmation_is_confirmed_too(
     others = [c for c in results.ledger if c.key != twin]
     assert late.status == "screened" and late in screening.to_confirm(config.goal.objectives, others)  # it came back near the answer
     assert twin in {c.key for c in results.ledger}  # and was replayed in full
+
+
+class _OverlapPool(InlinePool):
+    """The real in-process pool behind three workers that take items one at a time (so the
+    search's feeder hands them out); each result comes back a little later, and the pool notes
+    how many replays were running as each confirmation (an item not screened) was handed over."""
+
+    workers = 3
+    instant_handoff = True
+
+    def __init__(self):
+        self.running, self.at_confirmation = 0, []
+
+    def submit(self, fn, items):
+        late = []
+        for item, done in zip(items, super().submit(fn, items)):
+            if "screen_request_ratio" not in item[1]:
+                self.at_confirmation.append(self.running)
+            self.running += 1
+            held: Future = Future()
+            threading.Timer(0.05, self._back, args=(done, held)).start()
+            late.append(held)
+        return late
+
+    def _back(self, done: Future, held: Future) -> None:
+        self.running -= 1
+        held.set_result(done.result())
+
+
+def test_with_a_budget_confirmations_run_one_per_core(tmp_path, monkeypatch):
+    """With more workers than cores, confirmations sharing the cores all come back late and the
+    budget cuts them half done: they are handed out one per core."""
+    monkeypatch.setattr(clocks, "_usable_cores", lambda: 1)
+    monkeypatch.setattr(screening, "CONFIRM_MARGIN", 10.0)  # every screened candidate, in one wave
+    pool = _OverlapPool()
+    _, results = _budgeted_search(tmp_path, monkeypatch, pool)
+    assert len(pool.at_confirmation) >= 2 and pool.at_confirmation == [0] * len(pool.at_confirmation)
+    assert any(c.status == "feasible" for c in results.ledger)
