@@ -8,9 +8,10 @@ the measured concurrency with the measured isl/osl — and the one candidate tha
 unrolled (`spica.search.unroll`) and scored by `spica.evaluation.evaluate`, exactly as a search
 would score it.
 
-The engine settings a silicon row does not record are each engine's own serving defaults:
-8,192 batched tokens (vLLM's V1 server default, SGLang's chunked prefill size, TensorRT-LLM's
-max_num_tokens), 1,024 sequences, 0.9 of GPU memory. A measured point from an AIPerf export
+The engine settings a silicon row does not record are each engine's own serving defaults
+(`engine_defaults`): 8,192 batched tokens (vLLM's V1 server default on these GPUs, TensorRT-LLM's
+max_num_tokens; SGLang's chunked prefill size below 160 GiB of GPU memory, 16,384 at or above it,
+shared by its attention-DP ranks), 1,024 sequences, 0.9 of GPU memory. A measured point from an AIPerf export
 carries the candidate it measured and is replayed with that candidate's own settings.
 """
 
@@ -36,6 +37,11 @@ from spica.space.branches import RolePool
 from spica.space.shapes import bundled_models, load_model_info
 
 ENGINE_DEFAULTS = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024}
+SGLANG_LARGE_GPU = (160.0, 16384)
+"""SGLang sizes its chunked prefill by the GPU's memory when none is given: 8,192 tokens below
+160 GiB (h100, h200), 16,384 at or above (b200, b300, gb200, gb300); its server_args' memory
+tiers. With attention DP it divides that by the DP size: each rank's share (Spica's batched tokens
+are a rank's, spica/deploy/engines.py)."""
 QUANT_OF_PRECISION = {
     "fp8": {"kvcache_quant_mode": "fp8", "fmha_quant_mode": "fp8"},
     "fp4": {"kvcache_quant_mode": "fp8", "fmha_quant_mode": "fp8"},
@@ -125,7 +131,6 @@ def measured_config(
     version = nearest_version(point.backend_version, versions)
     if version is None:
         raise UserError(f"no_perf_data: AI Configurator and AIS hold no {point.backend} data for {point.system}")
-    engine = ENGINE_DEFAULTS
     space: dict[str, Any] = {
         "model_name": bundled_name(point.model),
         "hardware_sku": point.system,
@@ -138,7 +143,9 @@ def measured_config(
         "planner_scaling_policy": ["disabled"],
         "context_length": point.isl + point.osl,
     }
+    shapes = {pool.role: pool.shape for pool in point.pools}
     for role in ROLES[point.mode]:
+        engine = engine_defaults(point.backend, point.system, shapes[role].attention_dp)
         space[f"{role}_max_num_batched_tokens"] = [engine["max_num_batched_tokens"]]
         space[f"{role}_max_num_seqs"] = [max(engine["max_num_seqs"], point.concurrency if role != "prefill" else 1)]
     supported = capacity.supported_quant_modes(point.system, point.backend, version)
@@ -160,6 +167,16 @@ def measured_config(
         return SmartSearchConfig.from_mapping(data)
     except ConfigError as exc:
         raise UserError(f"{_category(exc.lines[0])}: {exc.lines[0]}") from None
+
+
+def engine_defaults(backend: str, system: str, attention_dp: int = 1) -> dict[str, int]:
+    """The batching a row's engine ran with when its launch set none (the module docstring)."""
+    if backend != "sglang":
+        return ENGINE_DEFAULTS
+    threshold, large = SGLANG_LARGE_GPU
+    memory = capacity.gpu_memory_gib(system)
+    batched = large if memory is not None and memory >= threshold else ENGINE_DEFAULTS["max_num_batched_tokens"]
+    return {**ENGINE_DEFAULTS, "max_num_batched_tokens": batched // max(1, attention_dp)}
 
 
 def _is_moe(model: str) -> bool:

@@ -136,6 +136,16 @@ def gpu_power_w(system: str) -> float | None:
     return float(power) if power else None
 
 
+@functools.lru_cache(maxsize=None)
+def gpu_memory_gib(system: str) -> float | None:
+    """The GPU's memory in GiB as AI Configurator's system spec states it (`gpu.mem_capacity`, e.g.
+    141 for h200_sxm, 180 for b200_sxm); None where the spec has none."""
+    from aiconfigurator.sdk.perf_database import load_system_spec
+
+    capacity_bytes = load_system_spec(system).get("gpu", {}).get("mem_capacity")
+    return float(capacity_bytes) / 2**30 if capacity_bytes else None
+
+
 DEFAULT_GPUS_PER_NODE = 8
 
 

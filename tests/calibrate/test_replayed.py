@@ -95,3 +95,14 @@ def test_of_what_a_precision_implies_a_row_takes_as_much_as_ais_can_time():
                   precision="fp8", shape=WorkerShape(tp=1), quant=(("gemm_quant_mode", "fp8_block"),))
     _, candidate = measured_candidate(llama)
     assert (candidate.get("kvcache_quant_mode"), candidate.get("fmha_quant_mode")) == ("fp8", "fp8")
+
+
+@pytest.mark.parametrize("model, system, backend, version, shape, batched", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "b200_sxm", "sglang", "0.5.9", WorkerShape(tp=1), 16_384),  # 180 GiB: SGLang's largest
+    ("meta-llama/Llama-3.1-8B-Instruct", "h200_sxm", "sglang", "0.5.9", WorkerShape(tp=1), 8_192),  # 141 GiB
+    ("meta-llama/Llama-3.1-8B-Instruct", "b200_sxm", "vllm", "0.12.0", WorkerShape(tp=1), 8_192),
+    ("deepseek-ai/DeepSeek-V3", "b200_sxm", "sglang", "0.5.9", WorkerShape(attention_dp=8, moe_tp=8), 2_048),  # each DP rank's share
+])
+def test_a_row_is_replayed_with_the_batching_its_engine_defaults_to_on_that_gpu(model, system, backend, version, shape, batched):
+    _, candidate = measured_candidate(point(model=model, system=system, backend=backend, version=version, shape=shape))
+    assert (candidate["agg_max_num_batched_tokens"], candidate["agg_max_num_seqs"]) == (batched, 1024)
