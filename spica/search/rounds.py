@@ -302,14 +302,21 @@ class RoundLoop:
         learns from them: the answer is made of them. Rounds' replays still running are taken
         back meanwhile, and each wave is drawn from the ledger as it stands (with a budget, a
         screened row back from the rounds late is confirmed too). Once none is left to confirm, a
-        scalar goal's replica steps (spica/search/replica_steps.py) come in waves the same way."""
+        scalar goal's replica steps (spica/search/replica_steps.py) come in waves the same way.
+        With a budget a wave is as wide as the cores, and topped up as each replay comes back,
+        drawn afresh: the most promising candidate known at that moment goes next."""
         order = {search.branch.name: position for position, search in enumerate(self.searches)}
         asked = [item.ask.slot.round for branch in self._branches for item in branch.untold]
         last_round = max([entry[0][0] for entry in self._ledger] + asked, default=0)
         confirmed: dict[str, Candidate] = {}  # screened key → its full replay
         appended = 0
+        width = None  # without a budget, a wave is replayed whole before the next is drawn
         if self.deadline is not None:
-            self._feeder.narrow(self.idle.cores)
+            width = min(self._feeder.workers, self.idle.cores)
+            self._feeder.narrow(width)
+        replayed: set[str] = set()
+        pending: dict[str, tuple[Candidate, bool]] = {}  # sent to replay, not in the ledger yet: key → (origin, a replica step?)
+        in_ledger: set[str] = set()
         while not self.out_of_time:
             view = [confirmed.get(candidate.key, candidate) for candidate in self._ordered_ledger()]
             wave = [(screened, full_candidate(screened.unrolled)) for screened in to_confirm(self.plan.config.goal.objectives, view)]
@@ -318,12 +325,17 @@ class RoundLoop:
                 if not self._rounds_step():
                     break
                 continue
-            stepping = not wave
-            wave = wave or self._replica_steps(view)
-            if not wave:
+            waiting = not wave and any(not stepped for _, stepped in pending.values())  # steps wait for confirmations still out
+            stepping = not wave and not waiting
+            wave = wave or ([] if waiting else self._replica_steps(view))
+            if not wave and not self._confirming:
                 break
-            fresh = [entry for entry in wave if entry[2] not in self.measured]
-            replayed = {key for _, _, key in fresh}
+            running = {key for _, _, key in self._confirming.values()}
+            fresh = [entry for entry in wave if entry[2] not in self.measured and entry[2] not in running]
+            if width is not None:  # with a budget: topped up to one per core, drawn afresh as each comes back
+                fresh = fresh[:max(0, width - len(running))]
+            replayed |= {key for _, _, key in fresh}
+            pending |= {key: (origin, stepping) for origin, _, key in fresh}
             if fresh:
                 self.meter.begin("replaying the best shapes with a replica fewer or more" if stepping else "confirming in full")
                 self.meter.total += len(fresh)
@@ -336,28 +348,36 @@ class RoundLoop:
                 done = self._next_done({**self._inflight, **self._confirming})
                 if done is None:
                     break
+                topped_up = width is not None and any(future in self._confirming for future in done)
                 self._rounds_back([future for future in done if future in self._inflight])
                 for future in (future for future in done if future in self._confirming):
                     origin, unrolled, key = self._confirming.pop(future)  # the screened row, or the shape stepped from
                     self.clock.forget(future)
                     if future.cancelled():
                         self.ended_replays += 1
+                        pending.pop(key, None)
                         continue
                     candidate = _candidate(self.plan, origin.branch, origin.round, key, unrolled, outcome(future))
-                    if stepping:
+                    if pending[key][1]:
                         candidate.provenance = {**candidate.provenance, "replica_step_of": origin.key}
                     self.measured[key] = candidate
                     if self.journal:
                         self.journal.append(candidate)
                     self.meter.update(origin.round + 1, candidate)
-            for origin, _, key in wave:
-                if key in self.measured:  # else ended by the budget, which also ends the waves
+                if topped_up:
+                    break
+            entries = {key: pending.get(key, (origin, stepping)) for origin, _, key in wave}
+            entries |= {key: entry for key, entry in pending.items() if key not in entries}  # drawn before, no longer
+            for key, (origin, stepped) in entries.items():
+                if key in self.measured and key not in in_ledger:  # else still running, or ended by the budget
+                    in_ledger.add(key)
+                    pending.pop(key, None)
                     self._ledger.append(((last_round + 1, order[origin.branch], appended), self.measured[key]))
                     appended += 1
                     self.tally.add(self.measured[key].status)
                     if key not in replayed:  # measured by an earlier, interrupted run
                         self.tally.counts["cache_hits"] += 1
-                    if not stepping:
+                    if not stepped:
                         confirmed[origin.key] = self.measured[key]
                         if origin.key in self._recipes:
                             self._recipes[key] = self._recipes[origin.key]
