@@ -54,6 +54,12 @@ class Feeder:
         self._feed()
         return futures
 
+    @property
+    def hands_out(self) -> bool:
+        """Whether replays wait here for a free worker (a pool of this machine's processes), or go
+        straight to the pool (one worker, or a SLURM array, whose tasks have cores of their own)."""
+        return not self._passes_through
+
     def narrow(self, workers: int) -> None:
         """From now on, at most `workers` replays at a time (those running go on): a search's
         confirmations against a time budget, spica/search/rounds.py."""

@@ -310,8 +310,8 @@ class RoundLoop:
         last_round = max([entry[0][0] for entry in self._ledger] + asked, default=0)
         confirmed: dict[str, Candidate] = {}  # screened key → its full replay
         appended = 0
-        width = None  # without a budget, a wave is replayed whole before the next is drawn
-        if self.deadline is not None:
+        width = None  # without a budget (or on a pool with cores of its own), a wave is replayed whole before the next is drawn
+        if self.deadline is not None and self._feeder.hands_out:
             width = min(self._feeder.workers, self.idle.cores)
             self._feeder.narrow(width)
         replayed: set[str] = set()

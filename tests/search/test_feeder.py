@@ -102,3 +102,12 @@ def test_narrowed_it_hands_out_no_more_than_the_new_width_while_those_running_go
     assert pool.started == ["x", "y", "z", "c1"]
     pool.finish("c1")
     assert pool.started[-1] == "c2"
+
+
+def test_it_hands_out_only_for_a_pool_of_several_workers_that_takes_items_at_once():
+    """A SLURM array's tasks have cores of their own: a budgeted search does not narrow them."""
+    assert Feeder(_HandPool(workers=2), lambda tag: 0.0).hands_out
+    assert not Feeder(_HandPool(workers=1), lambda tag: 0.0).hands_out
+    array = _HandPool(workers=8)
+    array.instant_handoff = False
+    assert not Feeder(array, lambda tag: 0.0).hands_out
