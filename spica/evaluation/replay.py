@@ -270,15 +270,14 @@ class _CappedWorker:
     def _new_child(self, alone: bool = False) -> tuple[Any, Connection]:
         """A replay child: `alone` (a kv_router draw) always from a forkserver, which has only
         imported; else forked from this process when it is an evaluation worker."""
-        if self.fork and not alone:
-            context = multiprocessing.get_context("fork")
-        else:
-            context = multiprocessing.get_context("forkserver")
-            clock.start_forkserver(WORKER_IMPORTS)
+        served = alone or not self.fork
+        context = multiprocessing.get_context("forkserver" if served else "fork")
         ours, theirs = context.Pipe()
         process = context.Process(target=_serve, args=(theirs,), daemon=True, name="spica-replay")
         try:
-            with starting_processes():  # born with Ctrl-C blocked, as a pool's processes are
+            with starting_processes():  # born with Ctrl-C blocked, as a pool's processes are (the forkserver too)
+                if served:
+                    clock.start_forkserver(WORKER_IMPORTS)
                 process.start()
         except BaseException:
             ours.close()
