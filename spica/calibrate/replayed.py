@@ -37,7 +37,8 @@ from spica.space.branches import RolePool
 from spica.space.shapes import bundled_models, load_model_info
 
 ENGINE_DEFAULTS = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024}
-SGLANG_LARGE_GPU = (160.0, 16384)
+SGLANG_LARGE_GPU_GIB = 160.0
+SGLANG_LARGE_GPU_BATCHED_TOKENS = 16384
 """SGLang sizes its chunked prefill by the GPU's memory when none is given: 8,192 tokens below
 160 GiB (h100, h200), 16,384 at or above (b200, b300, gb200, gb300); its server_args' memory
 tiers. With attention DP it divides that by the DP size: each rank's share (Spica's batched tokens
@@ -173,9 +174,9 @@ def engine_defaults(backend: str, system: str, attention_dp: int = 1) -> dict[st
     """The batching a row's engine ran with when its launch set none (the module docstring)."""
     if backend != "sglang":
         return ENGINE_DEFAULTS
-    threshold, large = SGLANG_LARGE_GPU
     memory = capacity.gpu_memory_gib(system)
-    batched = large if memory is not None and memory >= threshold else ENGINE_DEFAULTS["max_num_batched_tokens"]
+    large = memory is not None and memory >= SGLANG_LARGE_GPU_GIB
+    batched = SGLANG_LARGE_GPU_BATCHED_TOKENS if large else ENGINE_DEFAULTS["max_num_batched_tokens"]
     return {**ENGINE_DEFAULTS, "max_num_batched_tokens": batched // max(1, attention_dp)}
 
 

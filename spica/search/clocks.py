@@ -57,12 +57,18 @@ class WorkerClock:
     GLM-5 study, examples/glm5_b200_72.yaml: 8 on 2 cores, every core busy while two of them still replay), and while a
     study asks, which runs on a core of its own in this process (S3, benchmarks/peer/s3.yaml: 2 workers on 2 cores, seeds
     1 and 2: idle workers 8.0 % and 5.0 %, the machine's idle time read from /proc/stat 4.6 % and
-    3.4 %, of which the replays after the last ask 4.1 % and 3.1 %)."""
+    3.4 %, of which the replays after the last ask 4.1 % and 3.1 %).
+
+    A pool narrowed to fewer workers (a budgeted search's confirmations, spica/search/rounds.py)
+    counts only those from then on: the workers it leaves empty on purpose are not idle, and
+    `worker_seconds` is the workers' time the shares are of."""
 
     def __init__(self, workers: int, now: Callable[[], float] = time.monotonic, cores: int | None = None) -> None:
         self.workers = workers
+        self.width = workers  # the workers a replay may be handed to now
         self.cores = cores or _usable_cores()
         self.idle = dict.fromkeys(IDLE_PHASES, 0.0)
+        self.worker_seconds = 0.0
         self.idle_cores = 0.0
         self._now = now
         self._lock = threading.Lock()
@@ -80,6 +86,12 @@ class WorkerClock:
             self._since = self._since if self._since is not None else self._now()
             self._out += 1
         future.add_done_callback(self._back)
+
+    def narrow(self, width: int) -> None:
+        """From now on, only `width` workers are handed replays."""
+        with self._lock:
+            self._step()
+            self.width = width
 
     def phase(self, name: str) -> None:
         """From now on, the search is `name` (one of IDLE_PHASES)."""
@@ -100,9 +112,10 @@ class WorkerClock:
         if self._since is None:
             return
         now = self._now()
-        self.idle[self._phase] += max(0, self.workers - self._out) * (now - self._since)
+        self.worker_seconds += self.width * (now - self._since)
+        self.idle[self._phase] += max(0, self.width - self._out) * (now - self._since)
         busy = self._out + (self._phase == "asking")
-        self.idle_cores += max(0, min(self.workers, self.cores) - busy) * (now - self._since)
+        self.idle_cores += max(0, min(self.width, self.cores) - busy) * (now - self._since)
         self._since = now
 
 

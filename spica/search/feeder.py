@@ -60,11 +60,12 @@ class Feeder:
         straight to the pool (one worker, or a SLURM array, whose tasks have cores of their own)."""
         return not self._passes_through
 
-    def narrow(self, workers: int) -> None:
+    def narrow(self, workers: int) -> int:
         """From now on, at most `workers` replays at a time (those running go on): a search's
-        confirmations against a time budget, spica/search/rounds.py."""
+        confirmations against a time budget, spica/search/rounds.py. Returns the width it set."""
         with self._lock:
             self.workers = max(1, min(self.workers, workers))
+            return self.workers
 
     def drop_held(self) -> None:
         """Cancel what is held, and go on taking replays (a search's confirmations, after its rounds)."""

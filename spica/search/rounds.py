@@ -312,8 +312,8 @@ class RoundLoop:
         appended = 0
         width = None  # without a budget (or on a pool with cores of its own), a wave is replayed whole before the next is drawn
         if self.deadline is not None and self._feeder.hands_out:
-            width = min(self._feeder.workers, self.idle.cores)
-            self._feeder.narrow(width)
+            width = self._feeder.narrow(self.idle.cores)
+            self.idle.narrow(width)
         replayed: set[str] = set()
         pending: dict[str, tuple[Candidate, bool]] = {}  # sent to replay, not in the ledger yet: key → (origin, a replica step?)
         in_ledger: set[str] = set()

@@ -127,37 +127,36 @@ def checkpoint_quant_modes(model_name: str, backend: str) -> dict[str, str | Non
 
 
 @functools.lru_cache(maxsize=None)
-def gpu_power_w(system: str) -> float | None:
-    """The GPU's board power in W as AI Configurator's system spec states it (`gpu.power`, e.g.
-    700 for h200_sxm, 1,000 for b200_sxm); None where the spec has none."""
-    from aiconfigurator.sdk.perf_database import load_system_spec
+def system_spec(system: str) -> dict[str, Any]:
+    """AI Configurator's system spec of `system` (its `gpu` and `node` blocks); empty for an older
+    AI Configurator with no spec to read (the dynamo-planner image's)."""
+    try:
+        from aiconfigurator.sdk.perf_database import load_system_spec
+    except ImportError:
+        return {}
+    return load_system_spec(system)
 
-    power = load_system_spec(system).get("gpu", {}).get("power")
+
+def gpu_power_w(system: str) -> float | None:
+    """The GPU's board power in W as the system spec states it (`gpu.power`, e.g. 700 for
+    h200_sxm, 1,000 for b200_sxm); None where the spec has none."""
+    power = system_spec(system).get("gpu", {}).get("power")
     return float(power) if power else None
 
 
-@functools.lru_cache(maxsize=None)
 def gpu_memory_gib(system: str) -> float | None:
-    """The GPU's memory in GiB as AI Configurator's system spec states it (`gpu.mem_capacity`, e.g.
-    141 for h200_sxm, 180 for b200_sxm); None where the spec has none."""
-    from aiconfigurator.sdk.perf_database import load_system_spec
-
-    capacity_bytes = load_system_spec(system).get("gpu", {}).get("mem_capacity")
+    """The GPU's memory in GiB as the system spec states it (`gpu.mem_capacity`, e.g. 141 for
+    h200_sxm, 180 for b200_sxm); None where the spec has none."""
+    capacity_bytes = system_spec(system).get("gpu", {}).get("mem_capacity")
     return float(capacity_bytes) / 2**30 if capacity_bytes else None
 
 
 DEFAULT_GPUS_PER_NODE = 8
 
 
-@functools.lru_cache(maxsize=None)
 def system_node(system: str) -> dict[str, Any]:
-    """The `node` block of AI Configurator's system spec (GPUs per node and per rack, bandwidths);
-    empty for an older AI Configurator with no spec to read (the dynamo-planner image's)."""
-    try:
-        from aiconfigurator.sdk.perf_database import load_system_spec
-    except ImportError:
-        return {}
-    return dict(load_system_spec(system).get("node", {}))
+    """The `node` block of the system spec (GPUs per node and per rack, bandwidths)."""
+    return dict(system_spec(system).get("node", {}))
 
 
 def gpus_per_node(system: str) -> int:

@@ -39,3 +39,16 @@ def test_the_price_note_says_how_a_mixed_pair_is_priced_only_when_one_is_shown()
     prices = {"h100_sxm": 2.5, "h200_sxm": 3.5}
     assert price_note(prices) == "prices per GPU-hour (goal.gpu_hour_price, the unit 'price' of every cost): h100_sxm 2.5, h200_sxm 3.5"
     assert price_note(prices, mixed=True).endswith("h200_sxm 3.5; a mixed pair's weighted by its roles' GPUs")
+
+
+def test_workers_left_empty_on_purpose_are_not_idle():
+    """A budgeted search's confirmations run one per core (spica/search/rounds.py): 8 workers for
+    60 s, then 2 for 40 s, is 560 worker-seconds, not 800."""
+    timings = {
+        "workers": 8, "first_evaluation_at": 100.0, "evaluations_done_at": 200.0, "worker_seconds": 560.0,
+        "idle_worker_seconds": {"asking": 5.6, "waiting": 28.0, "finishing": 56.0}, "cores": 2, "idle_core_seconds": 20.0,
+    }
+    assert idle_line(timings).startswith(
+        "8 workers (2 at a time while confirming against the budget), idle 16.0% of their time: 1.0% while choosing")
+    whole = timings | {"worker_seconds": 800.0}
+    assert idle_line(whole).startswith("8 workers, idle 11.2% of their time")

@@ -88,6 +88,21 @@ def test_an_ask_keeps_a_core_busy_while_a_worker_is_idle():
     assert clock.idle_cores == 2.0 + 1.0
 
 
+def test_a_narrowed_clock_counts_only_the_workers_a_replay_may_be_handed_to():
+    ticks = Ticks()
+    clock = WorkerClock(8, now=ticks, cores=2)
+    first = Future()
+    clock.handed_out(first)
+    ticks.now = 1.0
+    clock.narrow(2)  # 1 s with 7 of 8 idle
+    ticks.now = 4.0
+    clock.phase("finishing")  # 3 s with 1 of 2 idle
+    first.set_result(None)
+    assert clock.idle_seconds == 7.0 + 3.0
+    assert clock.worker_seconds == 8.0 + 6.0
+    assert clock.idle_cores == 1.0 + 3.0
+
+
 def test_a_queue_longer_than_the_pool_keeps_every_worker_busy():
     ticks = Ticks()
     clock = WorkerClock(2, now=ticks)

@@ -93,7 +93,8 @@ def test_narrowed_it_hands_out_no_more_than_the_new_width_while_those_running_go
     pool = _HandPool(workers=3)
     feeder = Feeder(pool, lambda tag: 0.0)
     feeder.submit(str, ["x", "y", "z"], "agg")
-    feeder.narrow(1)
+    assert feeder.narrow(8) == 3  # never wider than the pool
+    assert feeder.narrow(1) == 1
     feeder.submit(str, ["c1", "c2"], "confirmations")
     pool.finish("x")
     pool.finish("y")
