@@ -8,14 +8,17 @@ outside the engine plus a factor; that plus a number of the replay's own decode 
 first token waits in the engine after its prefill, e.g. for a streaming interval or for
 attention-DP ranks to balance) — each fitted on one half of the group's points (minimising mean
 |log error|) and scored on the other half: the median |predicted / measured - 1| held out, over
-both halves.
+both halves. With --per-version each engine build's points are halved and fitted apart (the
+builds with too few points together, as `bench_fidelity.py --per-version` calibrates them) and
+the held-out errors of every build pooled.
 
 This is a first-order look (the factor here scales the replayed TTFT, where a calibration scales
 the timing Replay runs on); `bench_fidelity.py --table --calibrate` measures the calibration that
 came of it end to end.
 
-Run:  PYTHONPATH=. .venv/bin/python benchmarks/fidelity_forms.py [--only TEXT] [--workers N]
-Writes benchmarks/results/fidelity_forms.json (with --only: fidelity_forms_<text>.json) and prints the table.
+Run:  PYTHONPATH=. .venv/bin/python benchmarks/fidelity_forms.py [--only TEXT] [--per-version] [--workers N]
+Writes benchmarks/results/fidelity_forms.json (with --only: fidelity_forms_<text>.json, with
+--per-version: ..._per_version.json) and prints the table.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import scipy.optimize
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_fidelity import RESULTS, TABLE_GROUPS, _name, silicon_csv  # noqa: E402
+from bench_fidelity import RESULTS, TABLE_GROUPS, _calibration_groups, _name, silicon_csv  # noqa: E402
 from spica.calibrate.fit import folds_of, predictors  # noqa: E402
 from spica.calibrate.measurements import Measurement, read_silicon_csv  # noqa: E402
 from spica.search.pool import EvaluationPool, local_pool  # noqa: E402
@@ -92,18 +95,21 @@ def fitted(form: Form, count: int, points: dict[str, np.ndarray]) -> np.ndarray:
     return min(ends, key=lambda end: end.fun).x
 
 
-def held_out_error(form: Form, count: int, points: list[dict], halves: list[list[int]]) -> float:
+def held_out_errors(form: Form, count: int, points: list[dict], halves: list[list[int]]) -> list[float]:
+    """|predicted / measured - 1| of every point, each predicted by numbers fitted on the other half."""
     errors: list[float] = []
     for train, test in (halves, halves[::-1]):
         numbers = fitted(form, count, arrays([points[i] for i in train]))
         part = arrays([points[i] for i in test])
         errors += list(np.abs(form(numbers, part) / part["measured"] - 1))
-    return float(np.median(errors))
+    return errors
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=None, help="only the table groups whose name holds this text (e.g. DeepSeek)")
+    parser.add_argument("--per-version", action="store_true",
+                        help="halve and fit each engine build's points apart (bench_fidelity.py --per-version's parts)")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     chosen = [group for group in TABLE_GROUPS if args.only is None or args.only.lower() in _name(group).lower()]
@@ -118,23 +124,31 @@ def main() -> None:
         runs = predictors(pool)
         inferencex = _inferencex_lengths(pool)
         for group in chosen:
-            members = [point for fold in folds_of(groups[group], 2) for point in fold]  # bench_fidelity's halves, in order
+            parts = [[point for fold in folds_of(part, 2) for point in fold]  # bench_fidelity's halves, in order
+                     for part in _calibration_groups(groups[group], args.per_version)]
+            members = [point for part in parts for point in part]
             replays = {"at_once": runs[None](members, None), "staggered": runs["staggered"](members, None),
                        "inferencex": [dataclasses.replace(item, measurement=point) for item, point in
                                       zip(inferencex(members, None), members)]}
-            kept = [i for i in range(len(members)) if all(replays[start][i].status == "feasible" for start in replays)]
-            half = len(folds_of(groups[group], 2)[0])
-            halves = [[j for j, i in enumerate(kept) if i < half], [j for j, i in enumerate(kept) if i >= half]]
-            report[_name(group)] = {"points": len(kept)}
-            for name, (start, form, count) in FORMS.items():
-                points = [{"ttft": replays[start][i].ttft_ms, "tpot": replays[start][i].tpot_ms or 0.0,
-                           "measured": members[i].ttft_ms, "isl_k": members[i].isl / 1000.0} for i in kept]
-                report[_name(group)][name] = round(held_out_error(form, count, points, halves), 3)
+            errors: dict[str, list[float]] = defaultdict(list)
+            first = 0
+            for part in parts:
+                half = len(folds_of(part, 2)[0])
+                kept = [i for i in range(first, first + len(part))
+                        if all(replays[start][i].status == "feasible" for start in replays)]
+                halves = [[j for j, i in enumerate(kept) if i < first + half], [j for j, i in enumerate(kept) if i >= first + half]]
+                for name, (start, form, count) in FORMS.items():
+                    points = [{"ttft": replays[start][i].ttft_ms, "tpot": replays[start][i].tpot_ms or 0.0,
+                               "measured": members[i].ttft_ms, "isl_k": members[i].isl / 1000.0} for i in kept]
+                    errors[name] += held_out_errors(form, count, points, halves)
+                first += len(part)
+            report[_name(group)] = {"points": len(errors[next(iter(FORMS))]), "parts": len(parts),
+                                    **{name: round(float(np.median(errors[name])), 3) for name in FORMS}}
             print(_name(group), report[_name(group)], flush=True)
     finally:
         pool.close()
-    name = "fidelity_forms.json" if args.only is None else f"fidelity_forms_{args.only.lower().replace(' ', '_')}.json"
-    (RESULTS / name).write_text(json.dumps(report, indent=2) + "\n")
+    name = "fidelity_forms" if args.only is None else f"fidelity_forms_{args.only.lower().replace(' ', '_')}"
+    (RESULTS / f"{name}{'_per_version' if args.per_version else ''}.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":
