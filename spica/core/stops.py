@@ -136,12 +136,19 @@ def starting_processes() -> Iterator[None]:
       (a traceback in 12 of 30 runs).
     - Once a stop has arrived, no thread starts anything (RuntimeError, as from a closed pool): the
       pool's start-up thread, a replay's completion feeding the next one, a broken pool's healing
-      would otherwise start processes the command's exit may miss."""
+      would otherwise start processes the command's exit may miss.
+    - Python's resource tracker, the first time it starts, unblocks Ctrl-C in the thread that
+      started it, and anything a forkserver needs starts it: so it is started before the block
+      (a forkserver started first by a replay in the search's own process was born with Ctrl-C
+      open, and so was every worker forked from it)."""
+    from multiprocessing import resource_tracker
+
     if threading.current_thread() is threading.main_thread():
         while stop_held():  # its next try raises it here
             time.sleep(STOP_RETRY_SECONDS / 4)
     if stop_arrived():
         raise RuntimeError("a stop has arrived: no process is started any more")
+    resource_tracker.ensure_running()
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield

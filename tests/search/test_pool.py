@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -278,3 +280,23 @@ def test_evaluation_workers_yield_the_cores_to_the_search():
     finally:
         pool.close()
     assert run_all(InlinePool(), os.nice, [0]) == [os.nice(0)]
+
+
+def test_a_forkserver_a_replay_starts_in_the_caller_is_born_with_ctrl_c_blocked():
+    """A search replaying in its own process (one worker, or a kv_router draw) starts the
+    forkserver its replay children come from; born with Ctrl-C open, it and every pool worker
+    forked from it later die of one pressed while they import. Two ways it was: started outside
+    the block, and, within it, after Python's resource tracker (which, started first there,
+    unblocks Ctrl-C in its caller's thread). A fresh interpreter, so neither runs yet."""
+    probe = (
+        "import multiprocessing.forkserver, signal\n"
+        "from spica.evaluation.replay import _CappedWorker\n"
+        "worker = _CappedWorker()\n"
+        "worker.start()\n"
+        "pid = multiprocessing.forkserver._forkserver._forkserver_pid\n"
+        "blocked = int(next(l for l in open(f'/proc/{pid}/status') if l.startswith('SigBlk:')).split()[1], 16)\n"
+        "print(bool(blocked & (1 << (signal.SIGINT - 1))), signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))\n"
+        "worker._stop()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "False"], done.stderr[-2000:]  # the forkserver's blocked, the caller's not
