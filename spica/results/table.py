@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping, Sequence
 
 from spica.config import SmartSearchConfig
@@ -154,13 +153,13 @@ def budget_note(budget: Mapping[str, Any]) -> str:
 
 def idle_shares(timings: Mapping[str, Any]) -> dict[str, float] | None:
     """summary.json's idle worker seconds as shares of the workers' time between the first replay
-    handed out and the last one back (of those a replay could be handed to: `worker_seconds`, in a
-    summary that has it), by phase; None for a search evaluating in one process."""
+    handed out and the last one back (less the seconds of workers left empty on purpose, in a
+    summary that has them), by phase; None for a search evaluating in one process."""
     workers, idle = timings.get("workers", 1), timings.get("idle_worker_seconds")
     first, last = timings.get("first_evaluation_at"), timings.get("evaluations_done_at")
     if workers <= 1 or not idle or not first or not last or last <= first:
         return None
-    capacity = timings.get("worker_seconds") or workers * (last - first)
+    capacity = workers * (last - first) - timings.get("left_empty_worker_seconds", 0.0)
     return {phase: seconds / capacity for phase, seconds in idle.items()}
 
 
@@ -182,7 +181,7 @@ def idle_line(timings: Mapping[str, Any]) -> str | None:
         return None
     share = {phase: value * 100 for phase, value in shares.items()}
     workers = f"{timings['workers']} workers"
-    if timings.get("worker_seconds", math.inf) < timings["workers"] * (timings["evaluations_done_at"] - timings["first_evaluation_at"]) - 1e-6:
+    if timings.get("left_empty_worker_seconds"):
         workers += f" ({min(timings['workers'], timings['cores'])} at a time while confirming against the budget)"
     line = (
         f"{workers}, idle {sum(share.values()):.1f}% of their time: {share['asking']:.1f}% while choosing, "

@@ -60,15 +60,15 @@ class WorkerClock:
     3.4 %, of which the replays after the last ask 4.1 % and 3.1 %).
 
     A pool narrowed to fewer workers (a budgeted search's confirmations, spica/search/rounds.py)
-    counts only those from then on: the workers it leaves empty on purpose are not idle, and
-    `worker_seconds` is the workers' time the shares are of."""
+    counts only those from then on: the workers it leaves empty on purpose are not idle; their
+    seconds are `left_empty`, taken out of the workers' time the shares are of."""
 
     def __init__(self, workers: int, now: Callable[[], float] = time.monotonic, cores: int | None = None) -> None:
         self.workers = workers
         self.width = workers  # the workers a replay may be handed to now
         self.cores = cores or _usable_cores()
         self.idle = dict.fromkeys(IDLE_PHASES, 0.0)
-        self.worker_seconds = 0.0
+        self.left_empty = 0.0
         self.idle_cores = 0.0
         self._now = now
         self._lock = threading.Lock()
@@ -112,7 +112,7 @@ class WorkerClock:
         if self._since is None:
             return
         now = self._now()
-        self.worker_seconds += self.width * (now - self._since)
+        self.left_empty += (self.workers - self.width) * (now - self._since)
         self.idle[self._phase] += max(0, self.width - self._out) * (now - self._since)
         busy = self._out + (self._phase == "asking")
         self.idle_cores += max(0, min(self.width, self.cores) - busy) * (now - self._since)

@@ -382,7 +382,7 @@ def _timings(loop: RoundLoop, started: float, max_search_seconds: float | None) 
         "evaluations_done_at": loop.finished_at,  # ... and when the last one came back (before the spread replays)
         "workers": loop.idle.workers,
         "idle_worker_seconds": dict(loop.idle.idle),  # in that window, by what the search was doing (spica/search/clocks.py)
-        "worker_seconds": loop.idle.worker_seconds,  # the workers' time in that window, as many as could be handed a replay
+        "left_empty_worker_seconds": loop.idle.left_empty,  # in that window, the workers a budget's confirmations left empty on purpose
         "cores": loop.idle.cores,
         "idle_core_seconds": loop.idle.idle_cores,  # in that window, the cores' (at most one per worker)
     }

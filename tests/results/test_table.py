@@ -45,10 +45,10 @@ def test_workers_left_empty_on_purpose_are_not_idle():
     """A budgeted search's confirmations run one per core (spica/search/rounds.py): 8 workers for
     60 s, then 2 for 40 s, is 560 worker-seconds, not 800."""
     timings = {
-        "workers": 8, "first_evaluation_at": 100.0, "evaluations_done_at": 200.0, "worker_seconds": 560.0,
+        "workers": 8, "first_evaluation_at": 100.0, "evaluations_done_at": 200.0, "left_empty_worker_seconds": 240.0,
         "idle_worker_seconds": {"asking": 5.6, "waiting": 28.0, "finishing": 56.0}, "cores": 2, "idle_core_seconds": 20.0,
     }
     assert idle_line(timings).startswith(
         "8 workers (2 at a time while confirming against the budget), idle 16.0% of their time: 1.0% while choosing")
-    whole = timings | {"worker_seconds": 800.0}
+    whole = timings | {"left_empty_worker_seconds": 0.0}  # a search without a budget, or before it ran out
     assert idle_line(whole).startswith("8 workers, idle 11.2% of their time")

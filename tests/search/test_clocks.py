@@ -99,7 +99,7 @@ def test_a_narrowed_clock_counts_only_the_workers_a_replay_may_be_handed_to():
     clock.phase("finishing")  # 3 s with 1 of 2 idle
     first.set_result(None)
     assert clock.idle_seconds == 7.0 + 3.0
-    assert clock.worker_seconds == 8.0 + 6.0
+    assert clock.left_empty == 6 * 3.0
     assert clock.idle_cores == 1.0 + 3.0
 
 
